@@ -1,0 +1,73 @@
+package v1alpha1
+
+// Condition types. Every oria kind reports TypeReady; the ClusterExtensions
+// oria manages get TypeRBACManaged, written with oria's own field owner so it
+// coexists with operator-controller's conditions.
+const (
+	// TypeReady is True when everything an oria object asks for is in place.
+	TypeReady = "Ready"
+	// TypeRBACManaged is oria's condition on a ClusterExtension: True (reason
+	// = the mode) when the extension's ClusterRoles are in place, False when
+	// RBAC is not managed (Unmanaged), the mode is invalid, or a role is in
+	// conflict.
+	TypeRBACManaged = "RBACManaged"
+)
+
+// Condition reasons. Reasons are CamelCase words a user can search the
+// troubleshooting guide (docs/) for.
+const (
+	// ReasonLegacy (RBACManaged=True): roles generated and aggregated to the
+	// built-in admin, edit and view ClusterRoles.
+	ReasonLegacy = string(RBACModeLegacy)
+	// ReasonFineGrained (RBACManaged=True): roles generated, granted only
+	// through RBACPolicy objects.
+	ReasonFineGrained = string(RBACModeFineGrained)
+	// ReasonUnmanaged (RBACManaged=False): oria manages no RBAC for the
+	// extension; the admin must grant access by hand.
+	ReasonUnmanaged = string(RBACModeUnmanaged)
+	// ReasonInvalidMode (RBACManaged=False): the rbac-mode annotation has a
+	// value that is not a mode; nothing was changed.
+	ReasonInvalidMode = "InvalidMode"
+
+	// ReasonBound (Ready=True): every binding the object asks for exists.
+	ReasonBound = "Bound"
+	// ReasonValid (Ready=True on a ScopeTemplate): the template is valid and
+	// its inline ClusterRoles exist while instances use it.
+	ReasonValid = "Valid"
+	// ReasonProgressing (Ready=False): oria is still creating or removing
+	// objects, or waits for something it depends on to converge.
+	ReasonProgressing = "Progressing"
+	// ReasonConflict: an object with the name oria would use exists and was
+	// not created by oria (or belongs to another owner); it is left alone and
+	// named in the message.
+	ReasonConflict = "Conflict"
+	// ReasonInvalidSpec: the spec is rejected by a check the API schema
+	// cannot express; the message says which field and why.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonInvalidSelector: namespaceSelector cannot be parsed.
+	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonInvalidSubject: a subject is unusable (unknown kind, empty name,
+	// ServiceAccount without namespace where one is required).
+	ReasonInvalidSubject = "InvalidSubject"
+	// ReasonTemplateNotFound (ScopeInstance): the named ScopeTemplate does not
+	// exist.
+	ReasonTemplateNotFound = "TemplateNotFound"
+	// ReasonTemplateInvalid (ScopeInstance): the named ScopeTemplate exists but
+	// is not valid.
+	ReasonTemplateInvalid = "TemplateInvalid"
+	// ReasonNamespaceNotFound (ScopeInstance, RBACPolicy): a listed namespace
+	// does not exist (yet); the other namespaces are bound, and the missing
+	// one is bound as soon as it appears.
+	ReasonNamespaceNotFound = "NamespaceNotFound"
+	// ReasonExtensionNotFound (RBACPolicy): no ClusterExtension has the name.
+	ReasonExtensionNotFound = "ExtensionNotFound"
+	// ReasonExtensionUnmanaged (RBACPolicy): the extension is not in Legacy or
+	// FineGrained mode, so its ClusterRoles do not exist.
+	ReasonExtensionUnmanaged = "ExtensionUnmanaged"
+	// ReasonAPINotFound (RBACPolicy): the extension provides none of the APIs
+	// the policy names (or no API at all).
+	ReasonAPINotFound = "APINotFound"
+	// ReasonReconcileError (status Unknown): an unexpected error, such as the
+	// API server refusing a write; oria retries with backoff.
+	ReasonReconcileError = "ReconcileError"
+)

@@ -1,0 +1,88 @@
+package v1alpha1
+
+// Label and annotation keys used by oria. They live in one place so that the
+// controllers, the cache filters and the documentation cannot drift apart.
+const (
+	// AnnotationRBACMode selects how oria manages RBAC for the APIs a
+	// ClusterExtension provides. Values are the RBACMode constants; when the
+	// annotation is absent the controller's --default-rbac-mode applies.
+	AnnotationRBACMode = "oria.operatorframework.io/rbac-mode"
+
+	// LabelManagedBy marks every object oria creates. Its value is
+	// ManagedByValue. oria's caches of RBAC objects are filtered on it, so an
+	// object without it is invisible to oria's informers.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy on oria's objects.
+	ManagedByValue = "oria"
+
+	// LabelExtension names the ClusterExtension a generated ClusterRole
+	// belongs to (see LabelValue for names longer than a label value allows).
+	LabelExtension = "oria.operatorframework.io/extension"
+	// LabelScopeTemplate names the ScopeTemplate an object was generated for.
+	LabelScopeTemplate = "oria.operatorframework.io/scope-template"
+	// LabelScopeInstance names the ScopeInstance a binding was generated for.
+	LabelScopeInstance = "oria.operatorframework.io/scope-instance"
+	// LabelRBACPolicy names the RBACPolicy a ScopeTemplate or ScopeInstance
+	// was compiled from.
+	LabelRBACPolicy = "oria.operatorframework.io/rbac-policy"
+	// LabelRole records which generated role an object is: admin, edit, view
+	// or view-crdview.
+	LabelRole = "oria.operatorframework.io/role"
+
+	// AnnotationCRD records, on a generated ClusterRole, the full name of the
+	// CustomResourceDefinition it grants access to (a CRD name can be longer
+	// than a label value may be).
+	AnnotationCRD = "oria.operatorframework.io/crd"
+
+	// LabelOLMOwnerKind and LabelOLMOwnerName are set by operator-controller on
+	// everything it installs for a ClusterExtension, CRDs and bundle-provided
+	// ClusterRoles included. oria reads them; it never writes them.
+	LabelOLMOwnerKind = "olm.operatorframework.io/owner-kind"
+	// LabelOLMOwnerName: see LabelOLMOwnerKind.
+	LabelOLMOwnerName = "olm.operatorframework.io/owner-name"
+	// OLMOwnerKindClusterExtension is the LabelOLMOwnerKind value for
+	// objects installed for a ClusterExtension.
+	OLMOwnerKindClusterExtension = "ClusterExtension"
+
+	// LabelAggregateToAdmin, LabelAggregateToEdit and LabelAggregateToView are
+	// the Kubernetes ClusterRole aggregation labels used in Legacy mode.
+	LabelAggregateToAdmin = "rbac.authorization.k8s.io/aggregate-to-admin"
+	// LabelAggregateToEdit: see LabelAggregateToAdmin.
+	LabelAggregateToEdit = "rbac.authorization.k8s.io/aggregate-to-edit"
+	// LabelAggregateToView: see LabelAggregateToAdmin.
+	LabelAggregateToView = "rbac.authorization.k8s.io/aggregate-to-view"
+
+	// FieldOwner is the one server-side apply field manager oria uses for
+	// every write, status included.
+	FieldOwner = "oria"
+)
+
+// RBACMode is the value of the AnnotationRBACMode annotation.
+type RBACMode string
+
+const (
+	// RBACModeLegacy generates ClusterRoles for every API of an extension and
+	// aggregates them into the built-in admin, edit and view ClusterRoles, as
+	// OLM v0 did.
+	RBACModeLegacy RBACMode = "Legacy"
+	// RBACModeFineGrained generates the same ClusterRoles without aggregation
+	// labels; RBACPolicy objects bind them to chosen subjects.
+	RBACModeFineGrained RBACMode = "FineGrained"
+	// RBACModeUnmanaged leaves RBAC for the extension's APIs to the admin;
+	// oria generates nothing and removes what it generated earlier.
+	RBACModeUnmanaged RBACMode = "Unmanaged"
+)
+
+// RBACModes lists the valid RBACMode values in documentation order.
+var RBACModes = []RBACMode{RBACModeLegacy, RBACModeFineGrained, RBACModeUnmanaged}
+
+// ParseRBACMode returns the RBACMode spelled s and whether s is a valid mode.
+// Matching is exact: Kubernetes enum values are case-sensitive.
+func ParseRBACMode(s string) (RBACMode, bool) {
+	for _, m := range RBACModes {
+		if string(m) == s {
+			return m, true
+		}
+	}
+	return "", false
+}

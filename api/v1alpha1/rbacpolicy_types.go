@@ -1,0 +1,160 @@
+package v1alpha1
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Access is the level of access an RBACPolicy grants.
+// +kubebuilder:validation:Enum=view;edit;admin
+type Access string
+
+const (
+	// AccessView grants get, list and watch on the resources and get on their
+	// CustomResourceDefinitions.
+	AccessView Access = "view"
+	// AccessEdit grants view plus create, update, patch and delete.
+	AccessEdit Access = "edit"
+	// AccessAdmin grants every verb on the resources, and get on their
+	// CustomResourceDefinitions.
+	AccessAdmin Access = "admin"
+)
+
+// APIRef names one API (a CustomResourceDefinition) of an extension.
+type APIRef struct {
+	// group is the API group, for example argoproj.io.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group"`
+	// resource is the plural resource name, for example applications.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Resource string `json:"resource"`
+}
+
+// RBACPolicySpec grants subjects access to the APIs of one ClusterExtension.
+//
+// The namespaces are the union of namespaces and the namespaces that
+// namespaceSelector matches; with neither the grant is cluster-wide.
+type RBACPolicySpec struct {
+	// extensionName is the name of the ClusterExtension whose APIs to grant.
+	// The extension must be in FineGrained (or Legacy) mode so that its
+	// ClusterRoles exist.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ExtensionName string `json:"extensionName"`
+
+	// access is view, edit or admin.
+	// +required
+	Access Access `json:"access"`
+
+	// subjects are the users, groups and ServiceAccounts to grant access to.
+	// A ServiceAccount needs its namespace.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	Subjects []rbacv1.Subject `json:"subjects"`
+
+	// namespaces lists namespaces to grant access in.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=10000
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// namespaceSelector selects namespaces to grant access in by label.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// apis narrows the grant to some of the extension's APIs. Empty means
+	// all of them, including APIs a later upgrade of the extension adds.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	APIs []APIRef `json:"apis,omitempty"`
+}
+
+// RBACPolicyStatus is the observed state of an RBACPolicy.
+type RBACPolicyStatus struct {
+	// observedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready says whether the grant is in place, and if not, why.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// apis are the CustomResourceDefinitions (by name) the grant covers.
+	// +optional
+	// +listType=set
+	APIs []string `json:"apis,omitempty"`
+
+	// scope is Cluster for a cluster-wide grant, Namespaces otherwise.
+	// +optional
+	// +kubebuilder:validation:Enum=Cluster;Namespaces
+	Scope string `json:"scope,omitempty"`
+
+	// boundNamespaces are the namespaces where the grant is in place.
+	// +optional
+	// +listType=set
+	BoundNamespaces []string `json:"boundNamespaces,omitempty"`
+
+	// boundNamespaceCount is the length of boundNamespaces.
+	// +optional
+	BoundNamespaceCount int32 `json:"boundNamespaceCount,omitempty"`
+
+	// scopeTemplateName and scopeInstanceName name the objects the policy is
+	// compiled into.
+	// +optional
+	ScopeTemplateName string `json:"scopeTemplateName,omitempty"`
+	// +optional
+	ScopeInstanceName string `json:"scopeInstanceName,omitempty"`
+}
+
+// RBACPolicy grants users, groups and ServiceAccounts view, edit or admin
+// access to the APIs of a ClusterExtension, cluster-wide or in chosen
+// namespaces. It is compiled into a ScopeTemplate and a ScopeInstance.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=rbacp
+// +kubebuilder:printcolumn:name=Extension,type=string,JSONPath=`.spec.extensionName`
+// +kubebuilder:printcolumn:name=Access,type=string,JSONPath=`.spec.access`
+// +kubebuilder:printcolumn:name=Scope,type=string,JSONPath=`.status.scope`
+// +kubebuilder:printcolumn:name=Namespaces,type=integer,JSONPath=`.status.boundNamespaceCount`
+// +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name=Reason,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
+type RBACPolicy struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec RBACPolicySpec `json:"spec"`
+	// +optional
+	Status RBACPolicyStatus `json:"status,omitempty"`
+}
+
+// RBACPolicyList is a list of RBACPolicies.
+//
+// +kubebuilder:object:root=true
+type RBACPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RBACPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RBACPolicy{}, &RBACPolicyList{})
+}

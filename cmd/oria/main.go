@@ -1,0 +1,132 @@
+// Command oria runs the oria controller manager: RBAC for the APIs that OLM v1
+// ClusterExtensions install, and the ScopeTemplate / ScopeInstance binding
+// layer beneath it.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/manager"
+)
+
+// Defaults for the API client. The API server protects itself with API
+// Priority and Fairness; client-go's historical 20 QPS would throttle a
+// 2,000-namespace fan-out to 100 s, so oria's defaults are sized to let a
+// large fan-out converge in seconds while still bounding a runaway loop.
+const (
+	defaultQPS   = 500
+	defaultBurst = 1000
+)
+
+// config is the parsed command line.
+type config struct {
+	opts  manager.Options
+	qps   float64
+	burst int
+	zap   zap.Options
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "oria: %v\n", err)
+		os.Exit(2)
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&cfg.zap)))
+	if err := run(cfg); err != nil {
+		ctrl.Log.Error(err, "oria stopped")
+		os.Exit(1)
+	}
+}
+
+// parseFlags parses and validates args; any invalid value is an error that
+// names the flag and the allowed values.
+func parseFlags(args []string, out io.Writer) (*config, error) {
+	cfg := &config{}
+	fs := flag.NewFlagSet("oria", flag.ContinueOnError)
+	fs.SetOutput(out)
+	var mode string
+	fs.StringVar(&mode, "default-rbac-mode", string(oriav1alpha1.RBACModeUnmanaged),
+		fmt.Sprintf("RBAC mode for ClusterExtensions without the %s annotation: %s", oriav1alpha1.AnnotationRBACMode, modeList()))
+	fs.Float64Var(&cfg.qps, "kube-api-qps", defaultQPS, "Sustained queries per second to the Kubernetes API (client-side limit).")
+	fs.IntVar(&cfg.burst, "kube-api-burst", defaultBurst, "Burst of queries to the Kubernetes API above --kube-api-qps.")
+	fs.IntVar(&cfg.opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "Workers per controller.")
+	fs.BoolVar(&cfg.opts.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
+	fs.StringVar(&cfg.opts.LeaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election Lease (default: the pod's namespace in a cluster, kube-system outside).")
+	fs.StringVar(&cfg.opts.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&cfg.opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 disables them.")
+	fs.StringVar(&cfg.opts.PprofBindAddress, "pprof-bind-address", "", "Address of net/http/pprof; empty or 0 disables it.")
+	cfg.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	m, ok := oriav1alpha1.ParseRBACMode(mode)
+	if !ok {
+		return nil, fmt.Errorf("invalid --default-rbac-mode %q: must be one of %s", mode, modeList())
+	}
+	cfg.opts.DefaultRBACMode = m
+	if cfg.qps <= 0 {
+		return nil, fmt.Errorf("invalid --kube-api-qps %v: must be greater than 0", cfg.qps)
+	}
+	if cfg.burst < 1 {
+		return nil, fmt.Errorf("invalid --kube-api-burst %d: must be at least 1", cfg.burst)
+	}
+	if cfg.opts.MaxConcurrentReconciles < 1 {
+		return nil, fmt.Errorf("invalid --max-concurrent-reconciles %d: must be at least 1", cfg.opts.MaxConcurrentReconciles)
+	}
+	return cfg, nil
+}
+
+func modeList() string {
+	s := make([]string, len(oriav1alpha1.RBACModes))
+	for i, m := range oriav1alpha1.RBACModes {
+		s[i] = string(m)
+	}
+	return strings.Join(s, ", ")
+}
+
+func run(cfg *config) error {
+	restCfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
+	restCfg.UserAgent = rest.DefaultKubernetesUserAgent() + " oria"
+	if cfg.opts.LeaderElection && cfg.opts.LeaderElectionNamespace == "" {
+		cfg.opts.LeaderElectionNamespace = podNamespace()
+	}
+	mgr, err := manager.New(restCfg, cfg.opts)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.Info("starting oria", "defaultRBACMode", cfg.opts.DefaultRBACMode, "qps", cfg.qps, "burst", cfg.burst)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// podNamespace returns the namespace oria runs in, or kube-system when it
+// runs outside a cluster.
+func podNamespace() string {
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		if ns := strings.TrimSpace(string(b)); ns != "" {
+			return ns
+		}
+	}
+	return "kube-system"
+}

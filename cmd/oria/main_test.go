@@ -1,0 +1,58 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+)
+
+func TestParseFlagsDefaults(t *testing.T) {
+	cfg, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.opts.DefaultRBACMode != oriav1alpha1.RBACModeUnmanaged {
+		t.Errorf("default mode = %q, want Unmanaged", cfg.opts.DefaultRBACMode)
+	}
+	if cfg.qps != defaultQPS || cfg.burst != defaultBurst {
+		t.Errorf("qps/burst = %v/%d, want %v/%d", cfg.qps, cfg.burst, defaultQPS, defaultBurst)
+	}
+}
+
+func TestParseFlagsValid(t *testing.T) {
+	cfg, err := parseFlags([]string{"--default-rbac-mode=Legacy", "--kube-api-qps=50", "--kube-api-burst=100",
+		"--max-concurrent-reconciles=8", "--leader-elect", "--zap-log-level=debug"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.opts.DefaultRBACMode != oriav1alpha1.RBACModeLegacy || cfg.qps != 50 || cfg.burst != 100 ||
+		cfg.opts.MaxConcurrentReconciles != 8 || !cfg.opts.LeaderElection {
+		t.Errorf("unexpected config %+v", cfg)
+	}
+}
+
+func TestParseFlagsInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--default-rbac-mode=legacy"}, `invalid --default-rbac-mode "legacy": must be one of Legacy, FineGrained, Unmanaged`},
+		{[]string{"--default-rbac-mode="}, "invalid --default-rbac-mode"},
+		{[]string{"--kube-api-qps=0"}, "invalid --kube-api-qps 0"},
+		{[]string{"--kube-api-qps=-3"}, "invalid --kube-api-qps"},
+		{[]string{"--kube-api-burst=0"}, "invalid --kube-api-burst 0"},
+		{[]string{"--max-concurrent-reconciles=0"}, "invalid --max-concurrent-reconciles 0"},
+		{[]string{"--kube-api-burst=lots"}, "invalid value"},
+		{[]string{"--no-such-flag"}, "flag provided but not defined"},
+		{[]string{"extra"}, "unexpected arguments: extra"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := parseFlags(tc.args, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("parseFlags(%v) error = %v, want it to contain %q", tc.args, err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,246 @@
+// Command localcluster runs oria's local control plane (see
+// test/localcluster) for `make run`, `make local-up` and `make local-down`.
+//
+//	localcluster up    --dir D [--assets A]   start in the background, return when healthy
+//	localcluster down  --dir D                stop it and remove its state
+//	localcluster serve --dir D [--assets A]   run in the foreground until signalled
+//	localcluster run   --dir D [--assets A] -- CMD [ARGS]
+//	    run CMD with KUBECONFIG pointing at the cluster; with $KUBECONFIG already
+//	    set, CMD runs against that cluster and no local control plane starts.
+//	    A cluster started with `up` is reused and left running; otherwise the
+//	    cluster is started for CMD and stopped when CMD exits (Ctrl-C stops both).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/operator-framework/oria/test/localcluster"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			os.Exit(exit.ExitCode())
+		}
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: localcluster up|down|serve|run --dir DIR [--assets DIR] [-- CMD ARGS]")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	dir := fs.String("dir", ".local", "state directory (kubeconfig, certificates, etcd data, logs)")
+	assets := fs.String("assets", "", "directory with etcd, kube-apiserver and kube-controller-manager")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "up":
+		return up(abs, *assets)
+	case "down":
+		return down(abs)
+	case "serve":
+		return serve(abs, *assets)
+	case "run":
+		return runCommand(abs, *assets, fs.Args())
+	default:
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}
+
+func pidFile(dir string) string    { return filepath.Join(dir, "localcluster.pid") }
+func readyFile(dir string) string  { return filepath.Join(dir, "ready") }
+func kubeconfig(dir string) string { return filepath.Join(dir, "kubeconfig") }
+func logFile(dir string) string    { return filepath.Join(dir, "localcluster.log") }
+func kcmLogFile(dir string) string { return filepath.Join(dir, "kube-controller-manager.log") }
+
+// running returns the pid of a live `serve` process for dir, or 0.
+func running(dir string) int {
+	b, err := os.ReadFile(pidFile(dir))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	if syscall.Kill(pid, 0) != nil {
+		return 0
+	}
+	if _, err := os.Stat(readyFile(dir)); err != nil {
+		return 0
+	}
+	return pid
+}
+
+func up(dir, assets string) error {
+	if pid := running(dir); pid != 0 {
+		fmt.Printf("local control plane already running (pid %d); kubeconfig: %s\n", pid, kubeconfig(dir))
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	_ = os.Remove(readyFile(dir))
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	log, err := os.Create(logFile(dir))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(self, "serve", "--dir", dir, "--assets", assets)
+	cmd.Stdout, cmd.Stderr = log, log
+	// A session of its own: the cluster outlives this command and the
+	// terminal's Ctrl-C.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(5 * time.Minute)
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("local control plane failed to start (%v); see %s", err, logFile(dir))
+		case <-deadline:
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			return fmt.Errorf("local control plane not ready after 5m; see %s", logFile(dir))
+		case <-time.After(200 * time.Millisecond):
+		}
+		if _, err := os.Stat(readyFile(dir)); err == nil {
+			fmt.Printf("local control plane running (pid %d)\n  export KUBECONFIG=%s\n  stop it with: make local-down\n", cmd.Process.Pid, kubeconfig(dir))
+			return nil
+		}
+	}
+}
+
+func down(dir string) error {
+	if pid := running(dir); pid != 0 {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		for i := 0; i < 300 && syscall.Kill(pid, 0) == nil; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if syscall.Kill(pid, 0) == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		fmt.Println("local control plane stopped")
+	}
+	return os.RemoveAll(dir)
+}
+
+// start starts the cluster with its state in dir; the caller must Stop it.
+func start(ctx context.Context, dir, assets string) (*localcluster.Cluster, func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	kcmLog, err := os.Create(kcmLogFile(dir))
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintln(os.Stderr, "starting local control plane (etcd, kube-apiserver, kube-controller-manager) ...")
+	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, AssetsDir: assets, ControllerManager: true, Log: kcmLog})
+	if err != nil {
+		kcmLog.Close()
+		return nil, nil, err
+	}
+	stop := func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping local control plane: %v\n", err)
+		}
+		kcmLog.Close()
+	}
+	return c, stop, nil
+}
+
+func serve(dir, assets string) error {
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	_, stop, err := start(ctx, dir, assets)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(pidFile(dir), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		stop()
+		return err
+	}
+	if err := os.WriteFile(readyFile(dir), nil, 0o644); err != nil {
+		stop()
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "local control plane ready; KUBECONFIG=%s\n", kubeconfig(dir))
+	<-ctx.Done()
+	stop()
+	return nil
+}
+
+func runCommand(dir, assets string, argv []string) error {
+	if len(argv) == 0 {
+		return errors.New("run needs a command after --")
+	}
+	env := os.Environ()
+	var stop func()
+	switch {
+	case os.Getenv("KUBECONFIG") != "":
+		fmt.Fprintf(os.Stderr, "using the cluster of KUBECONFIG=%s\n", os.Getenv("KUBECONFIG"))
+	case running(dir) != 0:
+		fmt.Fprintf(os.Stderr, "using the local control plane started by `make local-up` (%s)\n", kubeconfig(dir))
+		env = append(env, "KUBECONFIG="+kubeconfig(dir))
+	default:
+		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		_, s, err := start(ctx, dir, assets)
+		cancel()
+		if err != nil {
+			return err
+		}
+		stop = func() { s(); _ = os.RemoveAll(dir) }
+		fmt.Fprintf(os.Stderr, "local control plane ready; in another terminal: export KUBECONFIG=%s\n", kubeconfig(dir))
+		env = append(env, "KUBECONFIG="+kubeconfig(dir))
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// Ctrl-C reaches the child through the terminal's process group; this
+	// process waits for the child to finish and then stops the cluster.
+	signal.Ignore(os.Interrupt)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM)
+	if err := cmd.Start(); err != nil {
+		if stop != nil {
+			stop()
+		}
+		return err
+	}
+	go func() {
+		for s := range sigs {
+			_ = cmd.Process.Signal(s)
+		}
+	}()
+	err := cmd.Wait()
+	if stop != nil {
+		stop()
+	}
+	return err
+}

@@ -1,0 +1,149 @@
+// Package manager builds oria's controller-runtime manager: the scheme, the
+// cache filters that keep memory flat on large clusters, and every
+// controller. cmd/oria and the test suites share it so that tests run the
+// same wiring as production.
+package manager
+
+import (
+	"fmt"
+
+	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+)
+
+// LeaderElectionID is the name of the Lease oria replicas elect a leader with.
+const LeaderElectionID = "oria.operatorframework.io"
+
+// Options are the settings cmd/oria exposes as flags.
+type Options struct {
+	// DefaultRBACMode applies to ClusterExtensions without the rbac-mode
+	// annotation.
+	DefaultRBACMode oriav1alpha1.RBACMode
+	// MaxConcurrentReconciles is the number of workers per controller.
+	MaxConcurrentReconciles int
+	// MetricsBindAddress, e.g. ":8080"; "0" disables the metrics server.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
+	HealthProbeBindAddress string
+	// PprofBindAddress serves net/http/pprof; "" or "0" disables it.
+	PprofBindAddress string
+	// LeaderElection makes only one replica reconcile at a time.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the leader election Lease.
+	LeaderElectionNamespace string
+}
+
+// Scheme returns a scheme with every type oria reads or writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		apiextensionsv1.AddToScheme,
+		ocv1.AddToScheme,
+		oriav1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// ManagedSelector selects the objects oria created.
+func ManagedSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue})
+}
+
+// CRDMetadata returns an empty metadata-only CustomResourceDefinition, the
+// type oria watches CRDs as: their schemas can be hundreds of kilobytes, and
+// oria needs only names and labels.
+func CRDMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	return m
+}
+
+// NamespaceMetadata returns an empty metadata-only Namespace: labels and the
+// deletion timestamp are all the binding layer needs.
+func NamespaceMetadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	return m
+}
+
+// CacheOptions returns the cache configuration every oria manager uses:
+//   - RBAC objects are cached only when oria created them (LabelManagedBy);
+//     anything else (a same-name object in conflict, a bundle-provided
+//     ClusterRole) is read through the manager's API reader when needed;
+//   - CRDs are cached as metadata only, and only those operator-controller
+//     installed for a ClusterExtension;
+//   - managedFields are dropped from every cached object.
+func CacheOptions() cache.Options {
+	managed := cache.ByObject{Label: ManagedSelector()}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&rbacv1.ClusterRole{}:        managed,
+			&rbacv1.ClusterRoleBinding{}: managed,
+			&rbacv1.RoleBinding{}:        managed,
+			CRDMetadata(): {Label: labels.SelectorFromSet(labels.Set{
+				oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension,
+			})},
+		},
+	}
+}
+
+// New returns a manager with oria's scheme, cache and controllers.
+func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         CacheOptions(),
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		PprofBindAddress:              opts.PprofBindAddress,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding healthz check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding readyz check: %w", err)
+	}
+	if err := SetupControllers(mgr, opts); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// SetupControllers registers every oria controller with mgr.
+func SetupControllers(mgr ctrl.Manager, opts Options) error {
+	// Controllers are added here as they are implemented (see the
+	// internal/controller packages).
+	_ = mgr
+	_ = opts
+	return nil
+}

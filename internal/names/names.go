@@ -1,0 +1,84 @@
+// Package names derives the names and label values of the objects oria
+// generates. Every function is deterministic: the same inputs give the same
+// name on every reconcile and in every replica, which is what makes
+// server-side apply idempotent and lets oria find its objects again.
+package names
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+const (
+	// MaxObjectName is the longest name oria gives an object (the DNS
+	// subdomain limit; RBAC object names accept more, but other tools and
+	// humans rarely expect it).
+	MaxObjectName = validation.DNS1123SubdomainMaxLength
+	// hashLen is the number of hex characters of a hash suffix.
+	hashLen = 10
+)
+
+// Hash returns a short, stable hex digest of parts. Parts are separated by a
+// byte that cannot occur in Kubernetes names so that ("a-b","c") and
+// ("a","b-c") differ.
+func Hash(parts ...string) string {
+	h := sha256.New()
+	for i, p := range parts {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:hashLen]
+}
+
+// Shorten returns name unchanged when it fits in max characters; otherwise it
+// keeps as much of the front as fits and appends "-" and a hash of the full
+// name, so that distinct long names stay distinct and readable.
+func Shorten(name string, max int) string {
+	if len(name) <= max {
+		return name
+	}
+	keep := max - hashLen - 1
+	if keep < 0 {
+		keep = 0
+	}
+	prefix := strings.TrimRight(name[:keep], "-.")
+	return prefix + "-" + Hash(name)
+}
+
+// Join joins parts with "-" and shortens the result to MaxObjectName.
+func Join(parts ...string) string {
+	return Shorten(strings.Join(parts, "-"), MaxObjectName)
+}
+
+// LabelValue returns s when it is a valid label value, otherwise a value that
+// is: a readable prefix of s plus a hash of all of s. Object names can be up to
+// 253 characters but label values only 63, so labels that point at an owner
+// by name go through this function and are matched the same way.
+func LabelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	keep := validation.LabelValueMaxLength - hashLen - 1
+	if keep > len(s) {
+		keep = len(s)
+	}
+	prefix := s[:keep]
+	// A label value must start and end with an alphanumeric character and
+	// contain only [-_.a-zA-Z0-9]; drop anything else from the prefix.
+	prefix = strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return -1
+	}, prefix)
+	prefix = strings.TrimRight(strings.TrimLeft(prefix, "-_."), "-_.")
+	if prefix == "" {
+		return Hash(s)
+	}
+	return prefix + "-" + Hash(s)
+}
