@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/testutil"
+)
+
+func TestOriaServesHealthAndMetrics(t *testing.T) {
+	for _, path := range []string{"/healthz", "/readyz"} {
+		status, body := httpGet(oria.HealthURL + path)
+		assert.Equal(t, http.StatusOK, status, "%s: %s", path, body)
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		status, body := httpGet(oria.MetricsURL)
+		assert.Equal(c, http.StatusOK, status)
+		// Only the presence of the series: the whole exposition is too
+		// long for a failure message.
+		assert.True(c, strings.Contains(body, "rest_client_requests_total{"), "metrics expose rest_client_requests_total")
+	}, 30*time.Second, 200*time.Millisecond)
+	assert.False(t, oria.exited(), "oria must keep running")
+}
+
+func TestLeaderElectionLease(t *testing.T) {
+	ctx := context.Background()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		lease := &coordinationv1.Lease{}
+		if !assert.NoError(c, k8sClient.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: manager.LeaderElectionID}, lease)) {
+			return
+		}
+		if assert.NotNil(c, lease.Spec.HolderIdentity) {
+			assert.NotEmpty(c, *lease.Spec.HolderIdentity)
+		}
+	}, time.Minute, 200*time.Millisecond)
+}
+
+func TestClusterExtensionRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	name := testutil.UniqueName("roundtrip")
+	ce := testutil.ClusterExtension(name, oriav1alpha1.RBACModeFineGrained)
+	require.NoError(t, k8sClient.Create(ctx, ce))
+
+	got := &ocv1.ClusterExtension{}
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Name: name}, got))
+	assert.Equal(t, ce.Spec.Namespace, got.Spec.Namespace)
+	assert.Equal(t, ce.Spec.Source.Catalog.PackageName, got.Spec.Source.Catalog.PackageName)
+	assert.Equal(t, "FineGrained", got.Annotations[oriav1alpha1.AnnotationRBACMode])
+
+	require.NoError(t, k8sClient.Delete(ctx, got))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: name}, &ocv1.ClusterExtension{}))
+	}, 30*time.Second, 100*time.Millisecond)
+}
+
+// TestControllerManagerRuns proves the control plane is complete: the
+// aggregation controller filled the built-in admin role, and the namespace
+// controller finishes a namespace deletion.
+func TestControllerManagerRuns(t *testing.T) {
+	ctx := context.Background()
+	admin := &rbacv1.ClusterRole{}
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Name: "admin"}, admin))
+	require.NotNil(t, admin.AggregationRule)
+	assert.NotEmpty(t, admin.Rules, "the admin ClusterRole has aggregated rules")
+
+	ns := testutil.Namespace(testutil.UniqueName("e2e-ns"), nil)
+	require.NoError(t, k8sClient.Create(ctx, ns))
+	require.NoError(t, k8sClient.Delete(ctx, ns))
+	require.Eventually(t, func() bool {
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+		return apierrors.IsNotFound(err)
+	}, time.Minute, 200*time.Millisecond, "namespace deletion must complete")
+}
+
+// TestInvalidFlagExitsWithMessage runs the binary the way a user would with
+// a mistyped flag value.
+func TestInvalidFlagExitsWithMessage(t *testing.T) {
+	out, err := runBinary(t, "--default-rbac-mode=Sometimes")
+	require.Error(t, err)
+	assert.Contains(t, out, `invalid --default-rbac-mode "Sometimes": must be one of Legacy, FineGrained, Unmanaged`)
+	assert.False(t, strings.Contains(out, "panic"), out)
+}

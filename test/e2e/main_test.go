@@ -1,0 +1,244 @@
+// Package e2e holds oria's end-to-end tests: a real etcd, kube-apiserver and
+// kube-controller-manager (garbage collector, namespace and ClusterRole
+// aggregation controllers) on loopback, and the oria binary built from
+// ./cmd/oria and run as a separate process, exactly as a user runs it.
+// Access is checked the way a user would, with SubjectAccessReviews against
+// the real RBAC authorizer.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/test/localcluster"
+)
+
+var (
+	// cluster is the local control plane, with kube-controller-manager.
+	cluster *localcluster.Cluster
+	// k8sClient is a cluster-admin client with oria's scheme.
+	k8sClient client.Client
+	// oria is the running oria process.
+	oria *oriaProcess
+)
+
+// oriaProcess is the oria binary running against cluster.
+type oriaProcess struct {
+	cmd        *exec.Cmd
+	done       chan struct{}
+	LogPath    string
+	MetricsURL string // http://127.0.0.1:port/metrics
+	HealthURL  string // http://127.0.0.1:port (serves /healthz and /readyz)
+}
+
+// oriaArgs are the flags the e2e suite runs oria with. The default mode is
+// Unmanaged (oria's own default); tests choose modes per ClusterExtension.
+var oriaArgs = []string{"--default-rbac-mode=Unmanaged", "--leader-elect", "--leader-election-namespace=kube-system"}
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	for _, a := range os.Args[1:] {
+		if a == "-test.short" || a == "-test.short=true" {
+			fmt.Println("e2e: skipped with -short")
+			return 0
+		}
+	}
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "oria-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+
+	bin := filepath.Join(tmp, "oria")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/oria")
+	build.Dir = localcluster.RepoRoot()
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "building oria: %v\n", err)
+		return 1
+	}
+
+	kcmLog, err := os.Create(filepath.Join(tmp, "kube-controller-manager.log"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer kcmLog.Close()
+	cluster, err = localcluster.Start(ctx, localcluster.Options{ControllerManager: true, Log: kcmLog})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting local control plane: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping local control plane: %v\n", err)
+		}
+	}()
+	scheme, err := manager.Scheme()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if k8sClient, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+
+	oria, err = startOria(ctx, bin, cluster.Kubeconfig, filepath.Join(tmp, "oria.log"), oriaArgs...)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting oria: %v\n", err)
+		return 1
+	}
+	code := m.Run()
+	oria.stop()
+	if code != 0 {
+		tail(oria.LogPath, 200)
+	}
+	return code
+}
+
+// startOria runs bin against kubeconfig and waits until /readyz answers 200.
+func startOria(ctx context.Context, bin, kubeconfig, logPath string, args ...string) (*oriaProcess, error) {
+	metricsPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	healthPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	p := &oriaProcess{
+		LogPath:    logPath,
+		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
+		HealthURL:  fmt.Sprintf("http://127.0.0.1:%d", healthPort),
+		done:       make(chan struct{}),
+	}
+	all := append([]string{
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(healthPort),
+	}, args...)
+	p.cmd = exec.Command(bin, all...)
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := p.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.done) }()
+
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			tail(logPath, 50)
+			return nil, fmt.Errorf("oria exited during start-up (%v)", p.cmd.ProcessState)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if status, _ := httpGet(p.HealthURL + "/readyz"); status == http.StatusOK {
+			return p, nil
+		}
+	}
+	p.stop()
+	return nil, fmt.Errorf("oria not ready within 1m; log: %s", logPath)
+}
+
+// stop sends SIGTERM and waits for oria to exit.
+func (p *oriaProcess) stop() {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// exited reports whether the process has exited.
+func (p *oriaProcess) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func httpGet(url string) (int, string) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		b.WriteString(sc.Text())
+		b.WriteByte('\n')
+	}
+	return resp.StatusCode, b.String()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tail prints the last n lines of a file to stderr, to explain a failure.
+func tail(path string, n int) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	fmt.Fprintf(os.Stderr, "---- last %d lines of %s ----\n%s\n----\n", len(lines), path, strings.Join(lines, "\n"))
+}
+
+// runBinary runs the built oria binary with args to completion (for flag
+// validation tests) and returns its combined output.
+func runBinary(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, oria.cmd.Path, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
