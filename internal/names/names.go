@@ -82,3 +82,20 @@ func LabelValue(s string) string {
 	}
 	return prefix + "-" + Hash(s)
 }
+
+// Role kinds of the ClusterRoles oria generates for each API of an extension.
+const (
+	RoleAdmin       = "admin"
+	RoleEdit        = "edit"
+	RoleView        = "view"
+	RoleViewCRDView = "view-crdview"
+)
+
+// ExtensionRole returns the name of the generated ClusterRole of the given
+// kind (RoleAdmin, RoleEdit, RoleView, RoleViewCRDView) for the CRD named
+// crdName: "<plural>.<group>-<kind>", shortened to MaxObjectName. It is the
+// one definition shared by the extension controller, which creates the roles,
+// and the RBACPolicy controller, which binds them.
+func ExtensionRole(crdName, kind string) string {
+	return Shorten(crdName+"-"+kind, MaxObjectName)
+}
