@@ -86,3 +86,14 @@ func ParseRBACMode(s string) (RBACMode, bool) {
 	}
 	return "", false
 }
+
+// EffectiveRBACMode returns the RBAC mode an object with these annotations
+// is in: the AnnotationRBACMode value when present, otherwise defaultMode.
+// valid is false (and mode empty) when the annotation holds an unknown value.
+func EffectiveRBACMode(annotations map[string]string, defaultMode RBACMode) (mode RBACMode, valid bool) {
+	v, ok := annotations[AnnotationRBACMode]
+	if !ok {
+		return defaultMode, true
+	}
+	return ParseRBACMode(v)
+}
