@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller"
 	"github.com/operator-framework/oria/internal/manager"
 )
 
@@ -115,6 +116,9 @@ func run(cfg *config) error {
 	mgr, err := manager.New(restCfg, cfg.opts)
 	if err != nil {
 		return err
+	}
+	if err := controller.SetupAll(mgr, cfg.opts); err != nil {
+		return fmt.Errorf("setting up controllers: %w", err)
 	}
 	ctrl.Log.Info("starting oria", "defaultRBACMode", cfg.opts.DefaultRBACMode, "qps", cfg.qps, "burst", cfg.burst)
 	return mgr.Start(ctrl.SetupSignalHandler())

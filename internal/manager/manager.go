@@ -1,7 +1,8 @@
-// Package manager builds oria's controller-runtime manager: the scheme, the
-// cache filters that keep memory flat on large clusters, and every
-// controller. cmd/oria and the test suites share it so that tests run the
-// same wiring as production.
+// Package manager builds oria's controller-runtime manager: the scheme and
+// the cache filters that keep memory flat on large clusters. cmd/oria and the
+// test suites share it so that tests run with the same cache as production.
+// The controllers are registered by internal/controller.SetupAll (they import
+// this package, so it cannot import them).
 package manager
 
 import (
@@ -107,7 +108,8 @@ func CacheOptions() cache.Options {
 	}
 }
 
-// New returns a manager with oria's scheme, cache and controllers.
+// New returns a manager with oria's scheme, cache and health checks; add the
+// controllers with internal/controller.SetupAll.
 func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	scheme, err := Scheme()
 	if err != nil {
@@ -133,17 +135,5 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding readyz check: %w", err)
 	}
-	if err := SetupControllers(mgr, opts); err != nil {
-		return nil, err
-	}
 	return mgr, nil
-}
-
-// SetupControllers registers every oria controller with mgr.
-func SetupControllers(mgr ctrl.Manager, opts Options) error {
-	// Controllers are added here as they are implemented (see the
-	// internal/controller packages).
-	_ = mgr
-	_ = opts
-	return nil
 }

@@ -1,0 +1,25 @@
+// Package controller registers oria's controllers; each lives in its own
+// package below this one.
+package controller
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
+	"github.com/operator-framework/oria/internal/manager"
+)
+
+// SetupAll registers every oria controller with mgr.
+func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
+	for _, setup := range []func() error{
+		func() error {
+			return rbacpolicy.SetupWithManager(mgr, rbacpolicy.Options{
+				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+		},
+	} {
+		if err := setup(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
