@@ -36,8 +36,12 @@ type ScopeInstanceSpec struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 
 	// namespaceSelector selects namespaces by label; matchExpressions are
-	// supported. An empty selector ({}) matches every namespace.
+	// supported. An empty selector ({}) matches every namespace. For
+	// compatibility with the ScopeInstance design document, keys other than
+	// matchLabels and matchExpressions are read as labels the namespace must
+	// have: `namespaceSelector: {team: a}` means `matchLabels: {team: a}`.
 	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 

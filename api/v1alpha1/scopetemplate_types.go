@@ -47,7 +47,10 @@ type ClusterRoleTemplate struct {
 	// +kubebuilder:validation:MaxLength=200
 	GenerateName string `json:"generateName,omitempty"`
 
-	// rules are the policy rules of an inline role.
+	// rules are the policy rules of an inline role. They may name
+	// cluster-scoped resources and non-resource URLs (the design leaves this
+	// open); such rules take effect only where the template is bound
+	// cluster-wide, because a RoleBinding grants namespaced access only.
 	// +optional
 	// +listType=atomic
 	Rules []rbacv1.PolicyRule `json:"rules,omitempty"`

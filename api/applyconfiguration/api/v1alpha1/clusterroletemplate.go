@@ -37,7 +37,10 @@ type ClusterRoleTemplateApplyConfiguration struct {
 	// hash of the template name and prefix, so the name is the same on every
 	// reconcile and across restarts.
 	GenerateName *string `json:"generateName,omitempty"`
-	// rules are the policy rules of an inline role.
+	// rules are the policy rules of an inline role. They may name
+	// cluster-scoped resources and non-resource URLs (the design leaves this
+	// open); such rules take effect only where the template is bound
+	// cluster-wide, because a RoleBinding grants namespaced access only.
 	Rules []v1.PolicyRule `json:"rules,omitempty"`
 }
 

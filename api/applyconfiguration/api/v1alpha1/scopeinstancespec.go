@@ -38,7 +38,10 @@ type ScopeInstanceSpecApplyConfiguration struct {
 	// does not exist yet is reported and bound as soon as it is created.
 	Namespaces []string `json:"namespaces,omitempty"`
 	// namespaceSelector selects namespaces by label; matchExpressions are
-	// supported. An empty selector ({}) matches every namespace.
+	// supported. An empty selector ({}) matches every namespace. For
+	// compatibility with the ScopeInstance design document, keys other than
+	// matchLabels and matchExpressions are read as labels the namespace must
+	// have: `namespaceSelector: {team: a}` means `matchLabels: {team: a}`.
 	NamespaceSelector *v1.LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
 }
 

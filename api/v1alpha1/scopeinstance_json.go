@@ -1,0 +1,88 @@
+package v1alpha1
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// UnmarshalJSON decodes a ScopeInstanceSpec. It exists for one compatibility
+// rule: the design document that introduced ScopeInstance writes its
+// namespaceSelector as bare labels (`namespaceSelector: {fooKey: barValue}`)
+// rather than as a metav1.LabelSelector. The CRD keeps unknown fields under
+// namespaceSelector (x-kubernetes-preserve-unknown-fields), and this decoder
+// reads every key other than matchLabels and matchExpressions as the
+// requirement "key In [value]", ANDed with the rest of the selector. A value
+// that is not a string becomes a requirement with an invalid label value, so
+// the selector fails to parse and the instance reports InvalidSelector
+// instead of silently matching more namespaces than intended (a misspelt
+// `matchLabel: {...}` is caught the same way).
+func (s *ScopeInstanceSpec) UnmarshalJSON(data []byte) error {
+	// plain has the same fields but not this method, so decoding it does not
+	// recurse.
+	type plain ScopeInstanceSpec
+	var raw struct {
+		plain
+		NamespaceSelector json.RawMessage `json:"namespaceSelector,omitempty"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*s = ScopeInstanceSpec(raw.plain)
+	s.NamespaceSelector = nil
+	sel, err := decodeNamespaceSelector(raw.NamespaceSelector)
+	if err != nil {
+		return fmt.Errorf("decoding namespaceSelector: %w", err)
+	}
+	s.NamespaceSelector = sel
+	return nil
+}
+
+// decodeNamespaceSelector decodes a label selector that may carry bare
+// labels next to matchLabels and matchExpressions (see UnmarshalJSON).
+func decodeNamespaceSelector(data json.RawMessage) (*metav1.LabelSelector, error) {
+	if len(data) == 0 || bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		return nil, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return nil, err
+	}
+	sel := &metav1.LabelSelector{}
+	known := map[string]json.RawMessage{}
+	var bare []string
+	for k, v := range fields {
+		switch k {
+		case "matchLabels", "matchExpressions":
+			known[k] = v
+		default:
+			bare = append(bare, k)
+		}
+	}
+	if len(known) > 0 {
+		b, err := json.Marshal(known)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, sel); err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(bare)
+	for _, k := range bare {
+		var value string
+		if err := json.Unmarshal(fields[k], &value); err != nil {
+			// Not a string: keep the raw JSON as the value. It is never a
+			// valid label value, so parsing the selector fails and names
+			// the key.
+			value = string(fields[k])
+		}
+		sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{value},
+		})
+	}
+	return sel, nil
+}
