@@ -5,6 +5,7 @@ package controller
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/operator-framework/oria/internal/controller/extension"
 	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
 	"github.com/operator-framework/oria/internal/manager"
 )
@@ -12,6 +13,10 @@ import (
 // SetupAll registers every oria controller with mgr.
 func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 	for _, setup := range []func() error{
+		func() error {
+			return extension.SetupWithManager(mgr, extension.Options{
+				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+		},
 		func() error {
 			return rbacpolicy.SetupWithManager(mgr, rbacpolicy.Options{
 				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles})

@@ -1,0 +1,382 @@
+package extension
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/utils/ptr"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/names"
+)
+
+// role is the comparable essence of a generated ClusterRole.
+type role struct {
+	Name        string
+	Labels      map[string]string
+	Annotations map[string]string
+	Owner       string
+	Rules       []rbacv1.PolicyRule
+}
+
+func essence(acs []*rbacv1ac.ClusterRoleApplyConfiguration) []role {
+	var out []role
+	for _, ac := range acs {
+		r := role{Name: ptr.Deref(ac.Name, ""), Labels: ac.Labels, Annotations: ac.Annotations, Rules: policyRules(ac.Rules)}
+		for _, o := range ac.OwnerReferences {
+			r.Owner += ptr.Deref(o.APIVersion, "") + "/" + ptr.Deref(o.Kind, "") + "/" + ptr.Deref(o.Name, "") + "/" +
+				string(ptr.Deref(o.UID, "")) + map[bool]string{true: "/controller"}[ptr.Deref(o.Controller, false)]
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestDesiredRoles(t *testing.T) {
+	ext := Extension{Name: "argocd", UID: types.UID("uid-1")}
+	owner := "olm.operatorframework.io/v1/ClusterExtension/argocd/uid-1/controller"
+	labels := func(ext, kind string, agg ...string) map[string]string {
+		l := map[string]string{
+			oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue,
+			oriav1alpha1.LabelExtension: ext,
+			oriav1alpha1.LabelRole:      kind,
+		}
+		for _, a := range agg {
+			l[a] = "true"
+		}
+		return l
+	}
+	crdAnn := func(crd string) map[string]string { return map[string]string{oriav1alpha1.AnnotationCRD: crd} }
+	resRule := func(group, plural string, verbs ...string) []rbacv1.PolicyRule {
+		return []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: []string{plural}, Verbs: verbs}}
+	}
+	crdRule := func(crd string) []rbacv1.PolicyRule {
+		return []rbacv1.PolicyRule{{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
+			ResourceNames: []string{crd}, Verbs: []string{"get"}}}
+	}
+	fourRoles := func(crd, group, plural, extLabel string, legacy bool) []role {
+		agg := func(l string) []string {
+			if legacy {
+				return []string{l}
+			}
+			return nil
+		}
+		return []role{
+			{Name: crd + "-admin", Labels: labels(extLabel, "admin", agg(oriav1alpha1.LabelAggregateToAdmin)...), Annotations: crdAnn(crd), Owner: owner, Rules: resRule(group, plural, "*")},
+			{Name: crd + "-edit", Labels: labels(extLabel, "edit", agg(oriav1alpha1.LabelAggregateToEdit)...), Annotations: crdAnn(crd), Owner: owner, Rules: resRule(group, plural, "create", "update", "patch", "delete")},
+			{Name: crd + "-view", Labels: labels(extLabel, "view", agg(oriav1alpha1.LabelAggregateToView)...), Annotations: crdAnn(crd), Owner: owner, Rules: resRule(group, plural, "get", "list", "watch")},
+			{Name: crd + "-view-crdview", Labels: labels(extLabel, "view-crdview", agg(oriav1alpha1.LabelAggregateToView)...), Annotations: crdAnn(crd), Owner: owner, Rules: crdRule(crd)},
+		}
+	}
+
+	longGroup := strings.Repeat("g", 63) + "." + strings.Repeat("h", 63) + "." + strings.Repeat("i", 63) + "." + strings.Repeat("j", 42) + ".io"
+	longCRD := "widgets." + longGroup // 245 characters: "-admin" fits, "-view-crdview" does not
+	longExt := strings.Repeat("e", 100)
+
+	tests := []struct {
+		name string
+		ext  Extension
+		crds []string
+		mode oriav1alpha1.RBACMode
+		want []role
+	}{
+		{
+			name: "legacy: four roles per CRD with aggregation labels, sorted by name",
+			ext:  ext, crds: []string{"foos.example.com"}, mode: oriav1alpha1.RBACModeLegacy,
+			want: fourRoles("foos.example.com", "example.com", "foos", "argocd", true),
+		},
+		{
+			name: "fine-grained: same roles without aggregation labels",
+			ext:  ext, crds: []string{"foos.example.com"}, mode: oriav1alpha1.RBACModeFineGrained,
+			want: fourRoles("foos.example.com", "example.com", "foos", "argocd", false),
+		},
+		{
+			name: "unmanaged: nothing",
+			ext:  ext, crds: []string{"foos.example.com"}, mode: oriav1alpha1.RBACModeUnmanaged,
+			want: nil,
+		},
+		{
+			name: "unknown mode: nothing",
+			ext:  ext, crds: []string{"foos.example.com"}, mode: "legacy",
+			want: nil,
+		},
+		{
+			name: "no CRDs: nothing",
+			ext:  ext, crds: nil, mode: oriav1alpha1.RBACModeLegacy,
+			want: nil,
+		},
+		{
+			name: "several CRDs, unsorted and duplicated input: sorted, deduplicated output",
+			ext:  ext, crds: []string{"zebras.zoo.io", "apps.argoproj.io", "zebras.zoo.io"}, mode: oriav1alpha1.RBACModeFineGrained,
+			want: append(fourRoles("apps.argoproj.io", "argoproj.io", "apps", "argocd", false),
+				fourRoles("zebras.zoo.io", "zoo.io", "zebras", "argocd", false)...),
+		},
+		{
+			name: "multi-dot group: plural is the first segment",
+			ext:  ext, crds: []string{"applicationsets.argoproj.io.example.com"}, mode: oriav1alpha1.RBACModeFineGrained,
+			want: fourRoles("applicationsets.argoproj.io.example.com", "argoproj.io.example.com", "applicationsets", "argocd", false),
+		},
+		{
+			name: "name without a dot: core group, not a panic",
+			ext:  ext, crds: []string{"widgets"}, mode: oriav1alpha1.RBACModeFineGrained,
+			want: fourRoles("widgets", "", "widgets", "argocd", false),
+		},
+		{
+			name: "long extension name: label value shortened",
+			ext:  Extension{Name: longExt, UID: "uid-1"}, crds: []string{"foos.example.com"}, mode: oriav1alpha1.RBACModeFineGrained,
+			want: func() []role {
+				rs := fourRoles("foos.example.com", "example.com", "foos", names.LabelValue(longExt), false)
+				for i := range rs {
+					rs[i].Owner = "olm.operatorframework.io/v1/ClusterExtension/" + longExt + "/uid-1/controller"
+				}
+				return rs
+			}(),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := essence(DesiredRoles(tc.ext, tc.crds, tc.mode))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("DesiredRoles (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("long CRD name: names shortened deterministically, distinct, valid; rules keep the full name", func(t *testing.T) {
+		if len(longCRD) != 245 {
+			t.Fatalf("fixture: CRD name has %d characters", len(longCRD))
+		}
+		got := DesiredRoles(ext, []string{longCRD}, oriav1alpha1.RBACModeLegacy)
+		again := DesiredRoles(ext, []string{longCRD}, oriav1alpha1.RBACModeLegacy)
+		if diff := cmp.Diff(essence(got), essence(again)); diff != "" {
+			t.Fatalf("not deterministic (-first +second):\n%s", diff)
+		}
+		seen := map[string]bool{}
+		for _, ac := range got {
+			n := *ac.Name
+			if len(n) > names.MaxObjectName {
+				t.Errorf("name %q is %d characters, over %d", n, len(n), names.MaxObjectName)
+			}
+			if seen[n] {
+				t.Errorf("duplicate name %q", n)
+			}
+			seen[n] = true
+			if ac.Annotations[oriav1alpha1.AnnotationCRD] != longCRD {
+				t.Errorf("%s: annotation %q, want the full CRD name", n, ac.Annotations[oriav1alpha1.AnnotationCRD])
+			}
+		}
+		if !seen[longCRD+"-admin"] || !seen[longCRD+"-view"] {
+			t.Errorf("names that fit must not be shortened: %v", seen)
+		}
+		crdview := RoleName(longCRD, RoleViewCRD)
+		if crdview == longCRD+"-view-crdview" || !seen[crdview] || !strings.HasPrefix(crdview, longCRD[:200]) {
+			t.Errorf("view-crdview name %q not shortened from %q", crdview, longCRD)
+		}
+		want := []rbacv1.PolicyRule{{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
+			ResourceNames: []string{longCRD}, Verbs: []string{"get"}}}
+		for _, ac := range got {
+			if *ac.Name == crdview {
+				if diff := cmp.Diff(want, policyRules(ac.Rules)); diff != "" {
+					t.Errorf("crdview rules (-want +got):\n%s", diff)
+				}
+			}
+		}
+	})
+
+	t.Run("never OLM v0 operator-group labels", func(t *testing.T) {
+		for _, mode := range oriav1alpha1.RBACModes {
+			for _, ac := range DesiredRoles(ext, []string{"foos.example.com"}, mode) {
+				for k := range ac.Labels {
+					if strings.HasPrefix(k, "olm.opgroup.permissions") {
+						t.Errorf("%s: label %s", *ac.Name, k)
+					}
+				}
+			}
+		}
+	})
+}
+
+func TestBundleRoleApply(t *testing.T) {
+	tests := []struct {
+		kind RoleKind
+		mode oriav1alpha1.RBACMode
+		want map[string]string
+	}{
+		{RoleAdmin, oriav1alpha1.RBACModeLegacy, map[string]string{oriav1alpha1.LabelAggregateToAdmin: "true"}},
+		{RoleEdit, oriav1alpha1.RBACModeLegacy, map[string]string{oriav1alpha1.LabelAggregateToEdit: "true"}},
+		{RoleView, oriav1alpha1.RBACModeLegacy, map[string]string{oriav1alpha1.LabelAggregateToView: "true"}},
+		{RoleViewCRD, oriav1alpha1.RBACModeLegacy, map[string]string{oriav1alpha1.LabelAggregateToView: "true"}},
+		{RoleAdmin, oriav1alpha1.RBACModeFineGrained, nil},
+		{RoleView, oriav1alpha1.RBACModeUnmanaged, nil},
+	}
+	for _, tc := range tests {
+		ac := BundleRoleApply("foos.example.com-"+string(tc.kind), tc.kind, tc.mode)
+		if diff := cmp.Diff(tc.want, ac.Labels); diff != "" {
+			t.Errorf("%s/%s labels (-want +got):\n%s", tc.kind, tc.mode, diff)
+		}
+		// Nothing but the name and that label: no rules, owner, annotations.
+		b, _ := json.Marshal(ac)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		meta := m["metadata"].(map[string]any)
+		delete(meta, "name")
+		delete(meta, "labels")
+		delete(m, "metadata")
+		delete(m, "apiVersion")
+		delete(m, "kind")
+		if len(m) != 0 || len(meta) != 0 {
+			t.Errorf("%s/%s: apply configuration carries more than the label: %s", tc.kind, tc.mode, b)
+		}
+	}
+}
+
+func TestSplitCRDName(t *testing.T) {
+	for crd, want := range map[string][2]string{
+		"foos.example.com":         {"foos", "example.com"},
+		"foos.a.b.c":               {"foos", "a.b.c"},
+		"widgets":                  {"widgets", ""},
+		"":                         {"", ""},
+		".example.com":             {"", "example.com"},
+		"applications.argoproj.io": {"applications", "argoproj.io"},
+	} {
+		p, g := SplitCRDName(crd)
+		if diff := cmp.Diff(want, [2]string{p, g}); diff != "" {
+			t.Errorf("SplitCRDName(%q) (-want +got):\n%s", crd, diff)
+		}
+	}
+}
+
+func TestUpToDate(t *testing.T) {
+	ext := Extension{Name: "argocd", UID: "uid-1"}
+	desired := func(mode oriav1alpha1.RBACMode) *rbacv1ac.ClusterRoleApplyConfiguration {
+		return DesiredRoles(ext, []string{"foos.example.com"}, mode)[0] // -admin
+	}
+	current := func() *rbacv1.ClusterRole {
+		return &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "foos.example.com-admin",
+				Labels: map[string]string{
+					oriav1alpha1.LabelManagedBy: "oria", oriav1alpha1.LabelExtension: "argocd", oriav1alpha1.LabelRole: "admin",
+					oriav1alpha1.LabelAggregateToAdmin: "true", "someone.else/label": "x",
+				},
+				Annotations: map[string]string{oriav1alpha1.AnnotationCRD: "foos.example.com", "other": "y"},
+				OwnerReferences: []metav1.OwnerReference{
+					{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "u2"},
+					{APIVersion: "olm.operatorframework.io/v1", Kind: "ClusterExtension", Name: "argocd", UID: "uid-1", Controller: ptr.To(true)},
+				},
+			},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"example.com"}, Resources: []string{"foos"}, Verbs: []string{"*"}}},
+		}
+	}
+	tests := []struct {
+		name   string
+		mode   oriav1alpha1.RBACMode
+		mutate func(*rbacv1.ClusterRole)
+		want   bool
+	}{
+		{"identical apart from others' labels, annotations and owners", oriav1alpha1.RBACModeLegacy, func(*rbacv1.ClusterRole) {}, true},
+		{"aggregation label missing", oriav1alpha1.RBACModeLegacy, func(c *rbacv1.ClusterRole) { delete(c.Labels, oriav1alpha1.LabelAggregateToAdmin) }, false},
+		{"aggregation label not wanted (FineGrained)", oriav1alpha1.RBACModeFineGrained, func(*rbacv1.ClusterRole) {}, false},
+		{"label value changed", oriav1alpha1.RBACModeLegacy, func(c *rbacv1.ClusterRole) { c.Labels[oriav1alpha1.LabelRole] = "view" }, false},
+		{"annotation missing", oriav1alpha1.RBACModeLegacy, func(c *rbacv1.ClusterRole) { delete(c.Annotations, oriav1alpha1.AnnotationCRD) }, false},
+		{"rules edited", oriav1alpha1.RBACModeLegacy, func(c *rbacv1.ClusterRole) { c.Rules[0].Verbs = []string{"get"} }, false},
+		{"rule added", oriav1alpha1.RBACModeLegacy, func(c *rbacv1.ClusterRole) { c.Rules = append(c.Rules, c.Rules[0]) }, false},
+		{"owner UID differs", oriav1alpha1.RBACModeLegacy, func(c *rbacv1.ClusterRole) { c.OwnerReferences[1].UID = "uid-0" }, false},
+		{"owner not controller", oriav1alpha1.RBACModeLegacy, func(c *rbacv1.ClusterRole) { c.OwnerReferences[1].Controller = nil }, false},
+		{"empty vs nil resourceNames", oriav1alpha1.RBACModeLegacy, func(c *rbacv1.ClusterRole) { c.Rules[0].ResourceNames = []string{} }, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := current()
+			tc.mutate(cur)
+			if got := upToDate(desired(tc.mode), cur); got != tc.want {
+				t.Errorf("upToDate = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOwnership(t *testing.T) {
+	ceRef := func(name, uid string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "olm.operatorframework.io/v1", Kind: "ClusterExtension", Name: name, UID: types.UID(uid), Controller: ptr.To(true)}}
+	}
+	oriaLabels := func(ext string) map[string]string {
+		return map[string]string{oriav1alpha1.LabelManagedBy: "oria", oriav1alpha1.LabelExtension: ext}
+	}
+	bundleLabels := func(ext string) map[string]string {
+		return map[string]string{oriav1alpha1.LabelOLMOwnerKind: "ClusterExtension", oriav1alpha1.LabelOLMOwnerName: ext}
+	}
+	ext := Extension{Name: "argocd", UID: "uid-1"}
+	tests := []struct {
+		name                      string
+		meta                      metav1.ObjectMeta
+		oria, controlled, bundled bool
+	}{
+		{"oria's", metav1.ObjectMeta{Labels: oriaLabels("argocd"), OwnerReferences: ceRef("argocd", "uid-1")}, true, true, false},
+		{"oria's, earlier incarnation of the extension", metav1.ObjectMeta{Labels: oriaLabels("argocd"), OwnerReferences: ceRef("argocd", "uid-0")}, true, false, false},
+		{"oria's, owner reference removed, annotation kept", metav1.ObjectMeta{Labels: oriaLabels("argocd"), Annotations: map[string]string{oriav1alpha1.AnnotationCRD: "x"}}, true, false, false},
+		{"oria-labelled, no owner, no annotation", metav1.ObjectMeta{Labels: oriaLabels("argocd")}, false, false, false},
+		{"oria's for another extension", metav1.ObjectMeta{Labels: oriaLabels("other"), OwnerReferences: ceRef("other", "uid-2")}, false, false, false},
+		{"labelled for this extension, controlled by another", metav1.ObjectMeta{Labels: oriaLabels("argocd"), OwnerReferences: ceRef("other", "uid-2")}, false, false, false},
+		{"labels stripped, owner reference kept", metav1.ObjectMeta{OwnerReferences: ceRef("argocd", "uid-1")}, false, true, false},
+		{"bundle-provided for this extension", metav1.ObjectMeta{Labels: bundleLabels("argocd")}, false, false, true},
+		{"bundle-provided for another extension", metav1.ObjectMeta{Labels: bundleLabels("other")}, false, false, false},
+		{"unrelated", metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}, false, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := &rbacv1.ClusterRole{ObjectMeta: tc.meta}
+			got := [3]bool{isOriaRoleOf(cr, ext.Name), isControlledBy(cr, ext), isBundleRoleOf(cr, ext.Name)}
+			if diff := cmp.Diff([3]bool{tc.oria, tc.controlled, tc.bundled}, got); diff != "" {
+				t.Errorf("[isOriaRoleOf isControlledBy isBundleRoleOf] (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBundleRoleUpToDate(t *testing.T) {
+	fields := func(labels ...string) []metav1.ManagedFieldsEntry {
+		m := map[string]any{}
+		for _, l := range labels {
+			m["f:"+l] = map[string]any{}
+		}
+		raw, _ := json.Marshal(map[string]any{"f:metadata": map[string]any{"f:labels": m}})
+		return []metav1.ManagedFieldsEntry{{Manager: "oria", Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw}}}
+	}
+	agg := oriav1alpha1.LabelAggregateToView
+	tests := []struct {
+		name   string
+		labels map[string]string
+		mf     []metav1.ManagedFieldsEntry
+		mode   oriav1alpha1.RBACMode
+		want   bool
+	}{
+		{"legacy, label absent", nil, nil, oriav1alpha1.RBACModeLegacy, false},
+		{"legacy, label set by the bundle, not oria's", map[string]string{agg: "true"}, nil, oriav1alpha1.RBACModeLegacy, false},
+		{"legacy, oria's label", map[string]string{agg: "true"}, fields(agg), oriav1alpha1.RBACModeLegacy, true},
+		{"legacy, oria's label with another value", map[string]string{agg: "false"}, fields(agg), oriav1alpha1.RBACModeLegacy, false},
+		{"legacy, oria owns a label it should not", map[string]string{agg: "true", "x": "y"}, fields(agg, "x"), oriav1alpha1.RBACModeLegacy, false},
+		{"fine-grained, oria owns the label", map[string]string{agg: "true"}, fields(agg), oriav1alpha1.RBACModeFineGrained, false},
+		{"fine-grained, bundle's own label", map[string]string{agg: "true"}, nil, oriav1alpha1.RBACModeFineGrained, true},
+		{"unmanaged, nothing of oria's", nil, fields(), oriav1alpha1.RBACModeUnmanaged, true},
+		{"other managers ignored", map[string]string{agg: "true"}, func() []metav1.ManagedFieldsEntry {
+			f := fields(agg)
+			f[0].Manager = "operator-controller"
+			return f
+		}(), oriav1alpha1.RBACModeUnmanaged, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels, ManagedFields: tc.mf}}
+			if got := bundleRoleUpToDate(cr, RoleViewCRD, tc.mode); got != tc.want {
+				t.Errorf("bundleRoleUpToDate = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
