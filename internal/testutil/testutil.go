@@ -6,6 +6,7 @@ package testutil
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -35,12 +36,19 @@ import (
 //
 // With -short the tests run without a control plane and *cluster is nil;
 // suites must then t.Skip what needs one (see NeedCluster).
-func RunMain(m *testing.M, cluster **localcluster.Cluster, controllerManager bool) {
-	os.Exit(runMain(m, cluster, controllerManager))
+//
+// Each setup function runs after the control plane is up (for example to
+// start a manager shared by the package's tests); the function it returns
+// runs after the tests, before the control plane stops.
+func RunMain(m *testing.M, cluster **localcluster.Cluster, controllerManager bool, setup ...func() (teardown func(), err error)) {
+	os.Exit(runMain(m, cluster, controllerManager, setup))
 }
 
-func runMain(m *testing.M, cluster **localcluster.Cluster, controllerManager bool) int {
-	if testing.Short() || shortFlag() {
+func runMain(m *testing.M, cluster **localcluster.Cluster, controllerManager bool, setup []func() (func(), error)) int {
+	if !flag.Parsed() {
+		flag.Parse() // TestMain runs before the testing package parses flags
+	}
+	if testing.Short() {
 		return m.Run()
 	}
 	c, err := localcluster.Start(context.Background(), localcluster.Options{ControllerManager: controllerManager, Log: logWriter()})
@@ -49,21 +57,22 @@ func runMain(m *testing.M, cluster **localcluster.Cluster, controllerManager boo
 		return 1
 	}
 	*cluster = c
-	code := m.Run()
-	if err := c.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping local control plane: %v\n", err)
-	}
-	return code
-}
-
-// shortFlag reports -test.short before flag.Parse has run (TestMain).
-func shortFlag() bool {
-	for _, a := range os.Args[1:] {
-		if a == "-test.short" || a == "-test.short=true" {
-			return true
+	defer func() {
+		if err := c.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping local control plane: %v\n", err)
+		}
+	}()
+	for _, s := range setup {
+		teardown, err := s()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "setting up the test suite: %v\n", err)
+			return 1
+		}
+		if teardown != nil {
+			defer teardown()
 		}
 	}
-	return false
+	return m.Run()
 }
 
 func logWriter() *os.File {

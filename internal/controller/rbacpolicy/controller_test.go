@@ -1,0 +1,409 @@
+package rbacpolicy_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
+	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/testutil"
+	"github.com/operator-framework/oria/test/localcluster"
+)
+
+var (
+	cluster   *localcluster.Cluster
+	k8sClient client.Client
+	mgrClient client.Client
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 50 * time.Millisecond
+)
+
+// TestMain starts the API server and one manager running only the RBACPolicy
+// controller. No ScopeInstance controller runs here: tests play its part by
+// writing ScopeInstance status, which isolates the policy's own logic (the
+// whole chain runs in test/e2e).
+func TestMain(m *testing.M) {
+	testutil.RunMain(m, &cluster, false, func() (func(), error) {
+		var err error
+		scheme, err := manager.Scheme()
+		if err != nil {
+			return nil, err
+		}
+		if k8sClient, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
+			return nil, err
+		}
+		mgr, err := manager.New(cluster.Config, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+		if err != nil {
+			return nil, err
+		}
+		if err := rbacpolicy.SetupWithManager(mgr, rbacpolicy.Options{DefaultMode: oriav1alpha1.RBACModeUnmanaged, MaxConcurrentReconciles: 2}); err != nil {
+			return nil, err
+		}
+		mgrClient = mgr.GetClient()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(ctx) }()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			cancel()
+			return nil, fmt.Errorf("cache did not sync")
+		}
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				fmt.Fprintln(os.Stderr, "manager:", err)
+			}
+		}, nil
+	})
+}
+
+// installed creates a ClusterExtension in mode with CRDs for the given
+// plurals in group, as operator-controller leaves them.
+func installed(t *testing.T, mode oriav1alpha1.RBACMode, group string, plurals ...string) *ocv1.ClusterExtension {
+	t.Helper()
+	ctx := context.Background()
+	ext := testutil.ClusterExtension(testutil.UniqueName("ext"), mode)
+	require.NoError(t, k8sClient.Create(ctx, ext))
+	t.Cleanup(func() { _ = k8sClient.Delete(ctx, ext) })
+	for _, p := range plurals {
+		addCRD(t, ext.Name, group, p)
+	}
+	return ext
+}
+
+func addCRD(t *testing.T, ext, group, plural string) {
+	t.Helper()
+	ctx := context.Background()
+	crd := testutil.CRD(group, plural, "Kind"+plural, ext)
+	require.NoError(t, k8sClient.Create(ctx, crd))
+	t.Cleanup(func() { _ = k8sClient.Delete(ctx, crd) })
+}
+
+func newPolicy(t *testing.T, ext string, access oriav1alpha1.Access, mutate ...func(*oriav1alpha1.RBACPolicySpec)) *oriav1alpha1.RBACPolicy {
+	t.Helper()
+	p := &oriav1alpha1.RBACPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("policy")},
+		Spec: oriav1alpha1.RBACPolicySpec{
+			ExtensionName: ext,
+			Access:        access,
+			Subjects:      []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "developers"}},
+			Namespaces:    []string{"team-a"},
+		},
+	}
+	for _, m := range mutate {
+		m(&p.Spec)
+	}
+	require.NoError(t, k8sClient.Create(context.Background(), p))
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), p) })
+	return p
+}
+
+// waitReady waits until the policy's Ready condition has the reason (for
+// the current generation) and returns the policy.
+func waitReady(t *testing.T, name, reason string) *oriav1alpha1.RBACPolicy {
+	t.Helper()
+	p := &oriav1alpha1.RBACPolicy{}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, p))
+		cond := meta.FindStatusCondition(p.Status.Conditions, oriav1alpha1.TypeReady)
+		require.NotNil(c, cond)
+		assert.Equal(c, reason, cond.Reason, cond.Message)
+		assert.Equal(c, p.Generation, cond.ObservedGeneration)
+	}, timeout, interval)
+	return p
+}
+
+func readyMessage(p *oriav1alpha1.RBACPolicy) string {
+	return meta.FindStatusCondition(p.Status.Conditions, oriav1alpha1.TypeReady).Message
+}
+
+func getTemplate(t *testing.T, name string) *oriav1alpha1.ScopeTemplate {
+	t.Helper()
+	st := &oriav1alpha1.ScopeTemplate{}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: rbacpolicy.ObjectName(name)}, st))
+	}, timeout, interval)
+	return st
+}
+
+func templateRoles(st *oriav1alpha1.ScopeTemplate) []string {
+	var out []string
+	for _, r := range st.Spec.ClusterRoles {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// compiledGone waits until neither compiled object exists.
+func compiledGone(t *testing.T, policy string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		key := client.ObjectKey{Name: rbacpolicy.ObjectName(policy)}
+		return apierrors.IsNotFound(k8sClient.Get(context.Background(), key, &oriav1alpha1.ScopeTemplate{})) &&
+			apierrors.IsNotFound(k8sClient.Get(context.Background(), key, &oriav1alpha1.ScopeInstance{}))
+	}, timeout, interval)
+}
+
+// markInstance plays the ScopeInstance controller: it sets the instance's
+// Ready condition and bound namespaces.
+func markInstance(t *testing.T, policy string, status metav1.ConditionStatus, reason, msg string, bound ...string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		si := &oriav1alpha1.ScopeInstance{}
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: rbacpolicy.ObjectName(policy)}, si))
+		meta.SetStatusCondition(&si.Status.Conditions, metav1.Condition{
+			Type: oriav1alpha1.TypeReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: si.Generation,
+		})
+		si.Status.Scope = oriav1alpha1.ScopeNamespaces
+		si.Status.BoundNamespaces = bound
+		si.Status.BoundNamespaceCount = int32(len(bound))
+		require.NoError(c, k8sClient.Status().Update(context.Background(), si))
+	}, timeout, interval)
+}
+
+func TestCompilesAndMirrorsInstance(t *testing.T) {
+	ext := installed(t, oriav1alpha1.RBACModeFineGrained, "mirror.example.com", "widgets")
+	p := newPolicy(t, ext.Name, oriav1alpha1.AccessEdit)
+
+	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
+	st := getTemplate(t, p.Name)
+	assert.Equal(t, []string{"widgets.mirror.example.com-edit", "widgets.mirror.example.com-view", "widgets.mirror.example.com-view-crdview"}, templateRoles(st))
+	assert.Equal(t, []rbacv1.Subject{{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "developers"}}, st.Spec.BindingTemplate.Subjects)
+	si := &oriav1alpha1.ScopeInstance{}
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Name: rbacpolicy.ObjectName(p.Name)}, si))
+	assert.Equal(t, []string{"team-a"}, si.Spec.Namespaces)
+	assert.Equal(t, st.Name, si.Spec.ScopeTemplateName)
+	require.True(t, metav1.IsControlledBy(si, p) && metav1.IsControlledBy(st, p), "compiled objects are controlled by the policy")
+
+	markInstance(t, p.Name, metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound, `namespace "team-a" does not exist`)
+	got := waitReady(t, p.Name, oriav1alpha1.ReasonNamespaceNotFound)
+	assert.Contains(t, readyMessage(got), `namespace "team-a" does not exist`)
+
+	markInstance(t, p.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound, "bound", "team-a")
+	got = waitReady(t, p.Name, oriav1alpha1.ReasonBound)
+	assert.Equal(t, []string{"team-a"}, got.Status.BoundNamespaces)
+	assert.Equal(t, int32(1), got.Status.BoundNamespaceCount)
+	assert.Equal(t, []string{"widgets.mirror.example.com"}, got.Status.APIs)
+	assert.Equal(t, oriav1alpha1.ScopeNamespaces, got.Status.Scope)
+	assert.Equal(t, st.Name, got.Status.ScopeTemplateName)
+
+	// Quiet: with nothing changed, a reconcile writes nothing.
+	counting, writes := testutil.CountingClient(mgrClient)
+	r := &rbacpolicy.Reconciler{Client: counting, Recorder: events.NewFakeRecorder(10), DefaultMode: oriav1alpha1.RBACModeUnmanaged}
+	for range 3 {
+		_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: p.Name}})
+		require.NoError(t, err)
+	}
+	assert.Zero(t, writes.Total(), "writes on an unchanged world: %s", writes)
+
+	// Changing the access level recompiles the template.
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(p), p))
+	p.Spec.Access = oriav1alpha1.AccessView
+	require.NoError(t, k8sClient.Update(context.Background(), p))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		st := &oriav1alpha1.ScopeTemplate{}
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: rbacpolicy.ObjectName(p.Name)}, st))
+		assert.Equal(c, []string{"widgets.mirror.example.com-view", "widgets.mirror.example.com-view-crdview"}, templateRoles(st))
+	}, timeout, interval)
+
+	// Deleting the policy revokes at once: the compiled objects are
+	// deleted by the controller (no garbage collector runs here).
+	require.NoError(t, k8sClient.Delete(context.Background(), p))
+	compiledGone(t, p.Name)
+}
+
+func TestExtensionNotFoundThenInstalled(t *testing.T) {
+	name := testutil.UniqueName("later")
+	p := newPolicy(t, name, oriav1alpha1.AccessView)
+	got := waitReady(t, p.Name, oriav1alpha1.ReasonExtensionNotFound)
+	assert.Contains(t, readyMessage(got), name)
+	compiledGone(t, p.Name)
+
+	ext := testutil.ClusterExtension(name, oriav1alpha1.RBACModeFineGrained)
+	require.NoError(t, k8sClient.Create(context.Background(), ext))
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ext) })
+	waitReady(t, p.Name, oriav1alpha1.ReasonAPINotFound)
+	addCRD(t, name, "later.example.com", "gadgets")
+	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
+	getTemplate(t, p.Name)
+
+	// The extension is uninstalled: the grant goes with it.
+	require.NoError(t, k8sClient.Delete(context.Background(), ext))
+	waitReady(t, p.Name, oriav1alpha1.ReasonExtensionNotFound)
+	compiledGone(t, p.Name)
+}
+
+func TestUnmanagedExtensionRevokes(t *testing.T) {
+	// No annotation: the controller default (Unmanaged) applies.
+	ext := installed(t, "", "unmanaged.example.com", "things")
+	p := newPolicy(t, ext.Name, oriav1alpha1.AccessView)
+	got := waitReady(t, p.Name, oriav1alpha1.ReasonExtensionUnmanaged)
+	assert.Contains(t, readyMessage(got), "Unmanaged")
+	compiledGone(t, p.Name)
+
+	setMode(t, ext.Name, oriav1alpha1.RBACModeFineGrained)
+	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
+	getTemplate(t, p.Name)
+
+	// Legacy also generates the roles, so the policy keeps working.
+	setMode(t, ext.Name, oriav1alpha1.RBACModeLegacy)
+	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
+
+	// An invalid mode changes nothing.
+	setMode(t, ext.Name, "Sometimes")
+	got = waitReady(t, p.Name, oriav1alpha1.ReasonExtensionUnmanaged)
+	assert.Contains(t, readyMessage(got), "invalid")
+	getTemplate(t, p.Name)
+
+	setMode(t, ext.Name, oriav1alpha1.RBACModeUnmanaged)
+	waitReady(t, p.Name, oriav1alpha1.ReasonExtensionUnmanaged)
+	compiledGone(t, p.Name)
+}
+
+func setMode(t *testing.T, ext string, mode oriav1alpha1.RBACMode) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ce := &ocv1.ClusterExtension{}
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: ext}, ce))
+		if ce.Annotations == nil {
+			ce.Annotations = map[string]string{}
+		}
+		ce.Annotations[oriav1alpha1.AnnotationRBACMode] = string(mode)
+		require.NoError(c, k8sClient.Update(context.Background(), ce))
+	}, timeout, interval)
+}
+
+func TestInvalidSubjectAndSelectorKeepGrants(t *testing.T) {
+	ext := installed(t, oriav1alpha1.RBACModeFineGrained, "invalid.example.com", "boxes")
+	p := newPolicy(t, ext.Name, oriav1alpha1.AccessView)
+	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
+	before := getTemplate(t, p.Name)
+
+	update := func(mutate func(*oriav1alpha1.RBACPolicySpec)) {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(p), p))
+			mutate(&p.Spec)
+			require.NoError(c, k8sClient.Update(context.Background(), p))
+		}, timeout, interval)
+	}
+	update(func(s *oriav1alpha1.RBACPolicySpec) {
+		s.Subjects = append(s.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "bot"})
+	})
+	got := waitReady(t, p.Name, oriav1alpha1.ReasonInvalidSubject)
+	assert.Contains(t, readyMessage(got), `ServiceAccount "bot" needs a namespace`)
+	after := getTemplate(t, p.Name)
+	assert.Equal(t, before.Spec, after.Spec, "an invalid edit leaves the existing grant alone")
+
+	update(func(s *oriav1alpha1.RBACPolicySpec) {
+		s.Subjects = s.Subjects[:1]
+		s.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Bogus"}}}
+	})
+	got = waitReady(t, p.Name, oriav1alpha1.ReasonInvalidSelector)
+	assert.Contains(t, readyMessage(got), "Bogus")
+
+	update(func(s *oriav1alpha1.RBACPolicySpec) { s.NamespaceSelector = nil })
+	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
+}
+
+func TestUpgradeAddsAndRemovesAPIs(t *testing.T) {
+	ext := installed(t, oriav1alpha1.RBACModeFineGrained, "upgrade.example.com", "alphas")
+	p := newPolicy(t, ext.Name, oriav1alpha1.AccessAdmin)
+	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
+	assert.Equal(t, []string{"alphas.upgrade.example.com-admin", "alphas.upgrade.example.com-view-crdview"}, templateRoles(getTemplate(t, p.Name)))
+
+	// An upgrade adds an API: the policy covers it without being edited.
+	crd := testutil.CRD("upgrade.example.com", "betas", "Beta", ext.Name)
+	require.NoError(t, k8sClient.Create(context.Background(), crd))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		st := &oriav1alpha1.ScopeTemplate{}
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: rbacpolicy.ObjectName(p.Name)}, st))
+		assert.Equal(c, []string{
+			"alphas.upgrade.example.com-admin", "alphas.upgrade.example.com-view-crdview",
+			"betas.upgrade.example.com-admin", "betas.upgrade.example.com-view-crdview",
+		}, templateRoles(st))
+	}, timeout, interval)
+
+	// The next upgrade drops it again.
+	require.NoError(t, k8sClient.Delete(context.Background(), crd))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		st := &oriav1alpha1.ScopeTemplate{}
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: rbacpolicy.ObjectName(p.Name)}, st))
+		assert.Equal(c, []string{"alphas.upgrade.example.com-admin", "alphas.upgrade.example.com-view-crdview"}, templateRoles(st))
+	}, timeout, interval)
+	got := waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
+	assert.Equal(t, []string{"alphas.upgrade.example.com"}, got.Status.APIs)
+}
+
+func TestNarrowedToMissingAPI(t *testing.T) {
+	ext := installed(t, oriav1alpha1.RBACModeFineGrained, "narrow.example.com", "ones")
+	p := newPolicy(t, ext.Name, oriav1alpha1.AccessView, func(s *oriav1alpha1.RBACPolicySpec) {
+		s.APIs = []oriav1alpha1.APIRef{{Group: "narrow.example.com", Resource: "twos"}}
+	})
+	got := waitReady(t, p.Name, oriav1alpha1.ReasonAPINotFound)
+	assert.Contains(t, readyMessage(got), "twos.narrow.example.com")
+	compiledGone(t, p.Name)
+
+	// Partly available: granted for what exists, still reported.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(p), p))
+		p.Spec.APIs = append(p.Spec.APIs, oriav1alpha1.APIRef{Group: "narrow.example.com", Resource: "ones"})
+		require.NoError(c, k8sClient.Update(context.Background(), p))
+	}, timeout, interval)
+	getTemplate(t, p.Name)
+	markInstance(t, p.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound, "bound", "team-a")
+	got = waitReady(t, p.Name, oriav1alpha1.ReasonAPINotFound)
+	assert.Contains(t, readyMessage(got), "granted for ones.narrow.example.com")
+	assert.Contains(t, readyMessage(got), "twos.narrow.example.com")
+}
+
+func TestConflictWithForeignTemplate(t *testing.T) {
+	ext := installed(t, oriav1alpha1.RBACModeFineGrained, "conflict.example.com", "crates")
+	name := testutil.UniqueName("policy")
+	foreign := &oriav1alpha1.ScopeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: rbacpolicy.ObjectName(name)},
+		Spec: oriav1alpha1.ScopeTemplateSpec{
+			ClusterRoles:    []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}},
+			BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: rbacv1.GroupName, Name: "someone"}}},
+		},
+	}
+	require.NoError(t, k8sClient.Create(context.Background(), foreign))
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), foreign) })
+
+	p := &oriav1alpha1.RBACPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: ext.Name, Access: oriav1alpha1.AccessView,
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice"}}},
+	}
+	require.NoError(t, k8sClient.Create(context.Background(), p))
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), p) })
+	got := waitReady(t, name, oriav1alpha1.ReasonConflict)
+	assert.Contains(t, readyMessage(got), fmt.Sprintf("ScopeTemplate %q exists and was not created by this RBACPolicy", foreign.Name))
+
+	after := &oriav1alpha1.ScopeTemplate{}
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(foreign), after))
+	assert.Equal(t, foreign.Spec, after.Spec, "a foreign template is never modified")
+	assert.Empty(t, after.OwnerReferences)
+
+	// Deleting the policy leaves the foreign template alone.
+	require.NoError(t, k8sClient.Delete(context.Background(), p))
+	require.Never(t, func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(foreign), after))
+	}, 2*time.Second, 100*time.Millisecond)
+}
