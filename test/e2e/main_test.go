@@ -9,7 +9,9 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -21,9 +23,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/testutil"
 	"github.com/operator-framework/oria/test/localcluster"
 )
 
@@ -241,4 +250,78 @@ func runBinary(t *testing.T, args ...string) (string, error) {
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// readSample decodes every object of a YAML file under config/samples.
+func readSample(t *testing.T, name string) []*unstructured.Unstructured {
+	t.Helper()
+	f, err := os.Open(filepath.Join(localcluster.RepoRoot(), "config", "samples", name))
+	require.NoError(t, err)
+	defer f.Close()
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err, "decoding %s", name)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+// applySample applies a config/samples file as `kubectl apply --server-side`
+// would, and deletes its objects when the test ends.
+func applySample(t *testing.T, name string) []*unstructured.Unstructured {
+	t.Helper()
+	ctx := context.Background()
+	objs := readSample(t, name)
+	for _, u := range objs {
+		require.NoError(t, k8sClient.Patch(ctx, u, client.Apply, client.FieldOwner("e2e-kubectl"), client.ForceOwnership), //nolint:staticcheck // unstructured apply
+			"applying %s %s from %s", u.GetKind(), u.GetName(), name)
+	}
+	t.Cleanup(func() { deleteObjects(t, objs) })
+	return objs
+}
+
+// deleteObjects deletes objs (in reverse order) and waits until they are gone.
+func deleteObjects(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	for i := len(objs) - 1; i >= 0; i-- {
+		_ = k8sClient.Delete(ctx, objs[i], client.PropagationPolicy(metav1.DeletePropagationForeground))
+	}
+	require.Eventually(t, func() bool {
+		for _, u := range objs {
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(u.GroupVersionKind())
+			if !apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(u), got)) {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Minute, 200*time.Millisecond, "objects of a sample were not deleted")
+}
+
+// can asks the real authorizer whether the access is allowed.
+func can(t require.TestingT, a testutil.Access) bool {
+	ok, err := testutil.Allowed(context.Background(), k8sClient, a)
+	require.NoError(t, err)
+	return ok
+}
+
+// eventuallyAccess waits until every access check has the wanted answer
+// (RBAC changes reach the authorizer through its informers, asynchronously).
+func eventuallyAccess(t *testing.T, want bool, checks ...testutil.Access) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		for _, a := range checks {
+			assert.Equal(c, want, can(c, a), "%s", a)
+		}
+	}, time.Minute, 100*time.Millisecond)
 }
