@@ -1,0 +1,64 @@
+package binding
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+)
+
+// Cache indexes shared by the ScopeTemplate and ScopeInstance controllers.
+const (
+	// IndexScopeTemplateName indexes ScopeInstances by
+	// spec.scopeTemplateName: the instances of a template.
+	IndexScopeTemplateName = "spec.scopeTemplateName"
+	// IndexNamespaces indexes ScopeInstances by each of spec.namespaces: the
+	// instances that list a namespace.
+	IndexNamespaces = "spec.namespaces"
+	// IndexScopeInstance indexes RoleBindings and ClusterRoleBindings by the
+	// value of their scope-instance label, so that listing one instance's
+	// bindings does not scan every binding oria made.
+	IndexScopeInstance = "oria.scopeInstance"
+)
+
+// indexed remembers the indexers SetupIndexes has run on: both controllers
+// call it and an informer refuses an index registered twice.
+var indexed sync.Map
+
+// SetupIndexes registers the indexes on indexer (a manager's field indexer)
+// once; later calls with the same indexer do nothing.
+func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	if _, done := indexed.LoadOrStore(indexer, true); done {
+		return nil
+	}
+	byInstanceLabel := func(o client.Object) []string {
+		if v, ok := o.GetLabels()[oriav1alpha1.LabelScopeInstance]; ok {
+			return []string{v}
+		}
+		return nil
+	}
+	for _, ix := range []struct {
+		obj   client.Object
+		field string
+		fn    client.IndexerFunc
+	}{
+		{&oriav1alpha1.ScopeInstance{}, IndexScopeTemplateName, func(o client.Object) []string {
+			return []string{o.(*oriav1alpha1.ScopeInstance).Spec.ScopeTemplateName}
+		}},
+		{&oriav1alpha1.ScopeInstance{}, IndexNamespaces, func(o client.Object) []string {
+			return o.(*oriav1alpha1.ScopeInstance).Spec.Namespaces
+		}},
+		{&rbacv1.RoleBinding{}, IndexScopeInstance, byInstanceLabel},
+		{&rbacv1.ClusterRoleBinding{}, IndexScopeInstance, byInstanceLabel},
+	} {
+		if err := indexer.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
+			indexed.Delete(indexer)
+			return fmt.Errorf("indexing %T by %s: %w", ix.obj, ix.field, err)
+		}
+	}
+	return nil
+}

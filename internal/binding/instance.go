@@ -1,0 +1,200 @@
+package binding
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/names"
+)
+
+// Namespace is what the binding layer needs to know about a namespace.
+type Namespace struct {
+	Name   string
+	Labels map[string]string
+	// Terminating is true once the namespace has a deletionTimestamp: no
+	// object can be created in it any more, and the namespace controller
+	// deletes what is in it.
+	Terminating bool
+}
+
+// Targets is where an instance binds its template.
+type Targets struct {
+	// Cluster is true when the instance has neither namespaces nor a
+	// namespaceSelector: the roles are bound with ClusterRoleBindings.
+	Cluster bool
+	// Namespaces are the existing, non-terminating target namespaces,
+	// sorted: the union of the listed namespaces and those the selector
+	// matches.
+	Namespaces []string
+	// Terminating are target namespaces that are being deleted, sorted. oria
+	// creates nothing in them and leaves their bindings to the namespace
+	// controller (an operator finishing finalizers there keeps its access).
+	Terminating []string
+	// Missing are listed namespaces that do not exist, sorted.
+	Missing []string
+}
+
+// Selector parses an instance's namespaceSelector; nil when it has none. An
+// unparseable selector is a SpecError with reason InvalidSelector.
+func Selector(spec oriav1alpha1.ScopeInstanceSpec) (labels.Selector, *SpecError) {
+	if spec.NamespaceSelector == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(spec.NamespaceSelector)
+	if err != nil {
+		return nil, specErrorf(oriav1alpha1.ReasonInvalidSelector, "spec.namespaceSelector: %v", err)
+	}
+	return sel, nil
+}
+
+// IsClusterWide reports whether spec binds cluster-wide: neither namespaces
+// nor a namespaceSelector. (A selector matching no namespace binds nothing;
+// it never widens to cluster-wide.)
+func IsClusterWide(spec oriav1alpha1.ScopeInstanceSpec) bool {
+	return len(spec.Namespaces) == 0 && spec.NamespaceSelector == nil
+}
+
+// ResolveTargets returns the targets of an instance given every namespace of
+// the cluster.
+func ResolveTargets(spec oriav1alpha1.ScopeInstanceSpec, namespaces []Namespace) (Targets, *SpecError) {
+	if IsClusterWide(spec) {
+		return Targets{Cluster: true}, nil
+	}
+	sel, serr := Selector(spec)
+	if serr != nil {
+		return Targets{}, serr
+	}
+	listed := make(map[string]bool, len(spec.Namespaces))
+	for _, n := range spec.Namespaces {
+		listed[n] = true
+	}
+	var t Targets
+	for _, ns := range namespaces {
+		if !listed[ns.Name] && (sel == nil || !sel.Matches(labels.Set(ns.Labels))) {
+			continue
+		}
+		delete(listed, ns.Name)
+		if ns.Terminating {
+			t.Terminating = append(t.Terminating, ns.Name)
+		} else {
+			t.Namespaces = append(t.Namespaces, ns.Name)
+		}
+	}
+	for n := range listed {
+		t.Missing = append(t.Missing, n)
+	}
+	slices.Sort(t.Namespaces)
+	slices.Sort(t.Terminating)
+	slices.Sort(t.Missing)
+	return t, nil
+}
+
+// ValidateClusterSubjects returns a SpecError (InvalidSubject) when a
+// subject cannot be bound cluster-wide: a ServiceAccount without a
+// namespace means "in each target namespace", which a ClusterRoleBinding
+// cannot express.
+func ValidateClusterSubjects(subjects []rbacv1.Subject) *SpecError {
+	var problems []string
+	for i, s := range subjects {
+		if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == "" {
+			problems = append(problems, fmt.Sprintf("subjects[%d]: ServiceAccount %q has no namespace, so it can only be bound in namespaces (set spec.namespaces or spec.namespaceSelector on the instance, or a namespace on the subject)", i, s.Name))
+		}
+	}
+	if len(problems) > 0 {
+		return &SpecError{Reason: oriav1alpha1.ReasonInvalidSubject, Message: strings.Join(problems, "; ")}
+	}
+	return nil
+}
+
+// roleRef is the roleRef of every binding oria writes.
+func roleRef(role string) rbacv1.RoleRef {
+	return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
+}
+
+// RoleBindings returns one RoleBinding per role in each namespace, sorted by
+// namespace then name.
+func RoleBindings(inst *oriav1alpha1.ScopeInstance, template string, roles []string, subjects []rbacv1.Subject, namespaces []string) []*rbacv1.RoleBinding {
+	owner := OwnerReference(KindScopeInstance, inst.Name, inst.UID)
+	lbls := InstanceLabels(inst.Name, template)
+	out := make([]*rbacv1.RoleBinding, 0, len(roles)*len(namespaces))
+	for _, ns := range namespaces {
+		subj := NormalizeSubjects(subjects, ns)
+		for _, role := range roles {
+			out = append(out, &rbacv1.RoleBinding{
+				TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+				ObjectMeta: metav1.ObjectMeta{
+					Name:            BindingName(inst.Name, role),
+					Namespace:       ns,
+					Labels:          lbls,
+					OwnerReferences: []metav1.OwnerReference{owner},
+				},
+				RoleRef:  roleRef(role),
+				Subjects: subj,
+			})
+		}
+	}
+	slices.SortFunc(out, func(a, b *rbacv1.RoleBinding) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// ClusterRoleBindings returns one ClusterRoleBinding per role, sorted by
+// name. Subjects must have passed ValidateClusterSubjects.
+func ClusterRoleBindings(inst *oriav1alpha1.ScopeInstance, template string, roles []string, subjects []rbacv1.Subject) []*rbacv1.ClusterRoleBinding {
+	owner := OwnerReference(KindScopeInstance, inst.Name, inst.UID)
+	lbls := InstanceLabels(inst.Name, template)
+	subj := NormalizeSubjects(subjects, "")
+	out := make([]*rbacv1.ClusterRoleBinding, 0, len(roles))
+	for _, role := range roles {
+		out = append(out, &rbacv1.ClusterRoleBinding{
+			TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name:            BindingName(inst.Name, role),
+				Labels:          lbls,
+				OwnerReferences: []metav1.OwnerReference{owner},
+			},
+			RoleRef:  roleRef(role),
+			Subjects: subj,
+		})
+	}
+	sortByName(out)
+	return out
+}
+
+// BindingOwned reports whether a binding with these labels and
+// ownerReferences was created by oria for the named instance.
+func BindingOwned(obj metav1.Object, instance string) bool {
+	return labelsContain(obj.GetLabels(), map[string]string{
+		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelScopeInstance: names.LabelValue(instance),
+	}) || controllerName(obj.GetOwnerReferences(), KindScopeInstance) == instance
+}
+
+// RoleBindingUpToDate reports whether cur has everything of want.
+func RoleBindingUpToDate(cur, want *rbacv1.RoleBinding) bool {
+	return labelsContain(cur.Labels, want.Labels) &&
+		controlledBy(cur.OwnerReferences, want.OwnerReferences[0]) &&
+		cur.RoleRef == want.RoleRef &&
+		equality.Semantic.DeepEqual(cur.Subjects, want.Subjects)
+}
+
+// ClusterRoleBindingUpToDate reports whether cur has everything of want.
+func ClusterRoleBindingUpToDate(cur, want *rbacv1.ClusterRoleBinding) bool {
+	return labelsContain(cur.Labels, want.Labels) &&
+		controlledBy(cur.OwnerReferences, want.OwnerReferences[0]) &&
+		cur.RoleRef == want.RoleRef &&
+		equality.Semantic.DeepEqual(cur.Subjects, want.Subjects)
+}
+
+func sortByName[T metav1.Object](objs []T) {
+	slices.SortFunc(objs, func(a, b T) int { return cmp.Compare(a.GetName(), b.GetName()) })
+}
