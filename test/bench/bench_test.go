@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		d := make([]time.Duration, len(v))
+		for i, x := range v {
+			d[i] = time.Duration(x) * time.Millisecond
+		}
+		return d
+	}
+	hundred := make([]int, 100)
+	for i := range hundred {
+		hundred[i] = 100 - i // 100..1, unsorted
+	}
+	for _, tc := range []struct {
+		name string
+		d    []time.Duration
+		p    float64
+		want time.Duration
+	}{
+		{"empty", nil, 50, 0},
+		{"one", ms(7), 99, 7 * time.Millisecond},
+		{"p50 of odd", ms(3, 1, 2), 50, 2 * time.Millisecond},
+		{"p50 of even is the lower middle", ms(4, 1, 3, 2), 50, 2 * time.Millisecond},
+		{"p99 of 100", ms(hundred...), 99, 99 * time.Millisecond},
+		{"p100 is max", ms(hundred...), 100, 100 * time.Millisecond},
+		{"p99 of 20 is max", ms(hundred[:20]...), 99, 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := percentile(tc.d, tc.p); got != tc.want {
+				t.Errorf("percentile(%v, %v) = %v, want %v", tc.d, tc.p, got, tc.want)
+			}
+		})
+	}
+}
+
+const metricsText = `# HELP rest_client_requests_total Number of HTTP requests, partitioned by status code, method, and host.
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="127.0.0.1:39111",method="GET"} 12
+rest_client_requests_total{code="200",host="127.0.0.1:39111",method="PATCH"} 4000
+rest_client_requests_total{code="201",host="127.0.0.1:39111",method="POST"} 3
+rest_client_requests_total{code="409",host="127.0.0.1:39111",method="PATCH"} 2
+rest_client_requests_total_other{method="PATCH"} 99
+# TYPE workqueue_depth gauge
+workqueue_depth{controller="scopeinstance",name="scopeinstance"} 0
+workqueue_depth{controller="extension",name="weird \"quoted\", name\\"} 5
+process_open_fds 11
+`
+
+func TestParseMetric(t *testing.T) {
+	s, err := parseMetric(metricsText, "rest_client_requests_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s) != 4 {
+		t.Fatalf("got %d samples, want 4 (the _other family must not match): %v", len(s), s)
+	}
+	got := requestCounts(sumBy(s, "method"))
+	want := requestCounts{"GET": 12, "PATCH": 4002, "POST": 3}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("by method = %v, want %v", got, want)
+	}
+
+	depth, err := parseMetric(metricsText, "workqueue_depth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum(depth) != 5 || depth[1].Labels["name"] != `weird "quoted", name\` {
+		t.Errorf("workqueue_depth = %+v", depth)
+	}
+	fds, err := parseMetric(metricsText, "process_open_fds")
+	if err != nil || len(fds) != 1 || fds[0].Value != 11 {
+		t.Errorf("unlabelled sample = %+v, %v", fds, err)
+	}
+	if _, err := parseMetric(`rest_client_requests_total{method="GET} 1`, "rest_client_requests_total"); err == nil {
+		t.Error("unterminated label value: want an error")
+	}
+}
+
+func TestRequestCountsWrites(t *testing.T) {
+	before := requestCounts{"GET": 10, "PATCH": 5}
+	after := requestCounts{"GET": 30, "PATCH": 9, "POST": 1, "DELETE": 2}
+	byVerb, total := after.sub(before).writes()
+	if total != 7 || !reflect.DeepEqual(byVerb, map[string]int{"POST": 1, "PUT": 0, "PATCH": 4, "DELETE": 2}) {
+		t.Errorf("writes = %v, %d", byVerb, total)
+	}
+	if _, total := (requestCounts{"GET": 100}).writes(); total != 0 {
+		t.Errorf("reads counted as writes: %d", total)
+	}
+}
+
+func TestProcParsing(t *testing.T) {
+	// The command name may hold spaces and parentheses.
+	stat := "4242 (ori a) (x)) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 130 0 0 20 0 12 0 900 1000000 5000 18446744073709551615"
+	cpu, err := parseStatCPU(stat)
+	if err != nil || cpu != 3.8 {
+		t.Errorf("parseStatCPU = %v, %v; want 3.8", cpu, err)
+	}
+	if _, err := parseStatCPU("4242 (oria) S 1 2"); err == nil {
+		t.Error("short stat: want an error")
+	}
+	status := "Name:\toria\nVmHWM:\t   81234 kB\nVmRSS:\t   70000 kB\n"
+	if rss, err := parseStatusKB(status, "VmRSS"); err != nil || rss != 70000*1024 {
+		t.Errorf("VmRSS = %d, %v", rss, err)
+	}
+	if _, err := parseStatusKB(status, "VmSwap"); err == nil {
+		t.Error("missing key: want an error")
+	}
+}
+
+func sampleReport() *Report {
+	return &Report{
+		Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Host:    Host{CPUs: 2, Commit: "abc1234"},
+		Config:  Sizes{Extensions: 200, CRDsPerExtension: 5, Namespaces: 2000, NewNamespaces: 100, IdleSeconds: 120, QPS: 500, Burst: 1000, FloorWorkers: 32},
+		PeakRSS: 90 << 20,
+		Results: []*Result{
+			{Name: scenarioExtensions, Objects: 4000, Converged: true, Seconds: 9, FloorSeconds: 6, Writes: map[string]int{"PATCH": 4200}, WritesTotal: 4200, PeakRSS: 80 << 20, CPUSeconds: 4.2},
+			{Name: scenarioFanout, Objects: 2000, Converged: true, Seconds: 5, FloorSeconds: 2, WritesTotal: 2001},
+			{Name: scenarioNewNamespaces, Objects: 100, Converged: true, Latency: &Latency{Count: 100, P50: 0.05, P99: 0.4, Max: 0.6}},
+			{Name: scenarioIdle, Converged: true, WritesTotal: 0, Reads: 3},
+		},
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	r := sampleReport()
+	r.evaluate()
+	got := map[string]string{}
+	for _, tg := range r.Targets {
+		got[tg.Name] = tg.Got + " " + tg.verdict()
+	}
+	want := map[string]string{
+		"extensions convergence / floor": "1.50 PASS",
+		"fanout convergence / floor":     "2.50 FAIL",
+		"new-namespace p99 (N=2000)":     "400ms PASS",
+		"idle writes (120s)":             "0 PASS",
+		targetRSSLabel:                   "90 MB n/a", // N=2000 < 5000
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("targets = %v, want %v", got, want)
+	}
+	if n := r.failedTargets(); n != 1 {
+		t.Errorf("failedTargets = %d, want 1", n)
+	}
+
+	r.Config.Namespaces = 5000
+	r.Results[3].WritesTotal = 2
+	r.Results[0].Converged = false
+	r.evaluate()
+	got = map[string]string{}
+	for _, tg := range r.Targets {
+		got[tg.Name] = tg.Got + " " + tg.verdict()
+	}
+	if got[targetRSSLabel] != "90 MB PASS" || got["idle writes (120s)"] != "2 FAIL" ||
+		got["extensions convergence / floor"] != "did not converge FAIL" {
+		t.Errorf("targets = %v", got)
+	}
+	if r.converged() {
+		t.Error("converged() with a scenario that timed out")
+	}
+}
+
+func TestRender(t *testing.T) {
+	r := sampleReport()
+	r.Results[1].Converged = false
+	r.Results[1].Error = "1999 of 2000 objects after 10m0s: context deadline exceeded"
+	r.evaluate()
+	var b bytes.Buffer
+	if err := r.render(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"200 extensions x 5 CRDs, 2000 namespaces (+100 new), idle 120s; qps 500, burst 1000",
+		"9.00s", "6.00s", "1.50", // extensions: oria, floor, ratio
+		"4200 (PATCH 4200)", "80 MB", "4.2s",
+		"TIMEOUT", "fanout: 1999 of 2000",
+		"50ms", "400ms", "600ms",
+		"extensions convergence / floor             <= 1.5",
+		"PASS", "FAIL", "n/a",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSave(t *testing.T) {
+	dir := t.TempDir()
+	path, err := sampleReport().save(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(path, "results-20260102T030405Z.json") {
+		t.Errorf("path = %s", path)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	c, err := parseFlags([]string{"-quick", "-namespaces=50", "-scenarios=idle,fanout"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.extensions != 20 || c.crds != 5 || c.namespaces != 50 || c.newNamespaces != 20 || c.idleSeconds != 15 {
+		t.Errorf("quick sizes = %d %d %d %d %d", c.extensions, c.crds, c.namespaces, c.newNamespaces, c.idleSeconds)
+	}
+	if !reflect.DeepEqual(c.scenarios, []string{scenarioIdle, scenarioFanout}) || c.qps != 500 || c.burst != 1000 {
+		t.Errorf("scenarios %v qps %v burst %v", c.scenarios, c.qps, c.burst)
+	}
+	c, err = parseFlags(nil, io.Discard)
+	if err != nil || c.extensions != 200 || c.namespaces != 2000 || len(c.scenarios) != len(scenarios) {
+		t.Errorf("defaults = %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{{"-scenarios=nope"}, {"-extensions=0"}, {"-qps=0"}, {"extra"}} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("parseFlags(%v): want an error", bad)
+		}
+	}
+}
+
+func TestBenchCRDs(t *testing.T) {
+	crds := benchCRDs(3, 2)
+	if len(crds) != 6 || crds[0].String() != "widget0s.ext000.bench.oria.example.com" || crds[5].extension != "bench-ext-002" || crds[5].kind != "Widget1" {
+		t.Errorf("benchCRDs = %v", crds)
+	}
+}
+
+func TestBigSchema(t *testing.T) {
+	a, err := bigSchema(100 << 10).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := bigSchema(100 << 10).Marshal()
+	if !bytes.Equal(a, b) {
+		t.Error("schema is not deterministic")
+	}
+	if n := len(a); n < 100<<10 || n > 110<<10 {
+		t.Errorf("schema is %d bytes, want about 100 KB", n)
+	}
+}
+
+func TestParallel(t *testing.T) {
+	var n atomic.Int64
+	if err := parallel(context.Background(), 4, 100, func(context.Context, int) error { n.Add(1); return nil }); err != nil || n.Load() != 100 {
+		t.Errorf("ran %d of 100, err %v", n.Load(), err)
+	}
+	boom := errors.New("boom")
+	err := parallel(context.Background(), 4, 1000, func(_ context.Context, i int) error {
+		if i == 10 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("err = %v, want boom", err)
+	}
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/names"
+)
+
+// labelFloor marks the floor's objects. They do not carry oria's
+// managed-by label, so oria's label-filtered caches never see them.
+const labelFloor = "bench.oria.operatorframework.io/floor"
+
+var (
+	clusterRolesGVR = rbacv1.SchemeGroupVersion.WithResource("clusterroles")
+	roleBindingsGVR = rbacv1.SchemeGroupVersion.WithResource("rolebindings")
+)
+
+// parallel runs fn(i) for every i in [0, n) on at most workers goroutines
+// and returns the first error; the other calls are then cancelled.
+func parallel(ctx context.Context, workers, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// floor is a plain client-go client with oria's QPS and burst: the physical
+// reference for how fast the API server takes the objects oria creates.
+type floor struct {
+	cs      kubernetes.Interface
+	md      metadata.Interface
+	workers int
+	timeout time.Duration
+}
+
+func newFloor(cfg *rest.Config, qps float64, burst, workers int, timeout time.Duration) (*floor, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	cfg.UserAgent = "oria-bench-floor"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &floor{cs: cs, md: md, workers: workers, timeout: timeout}, nil
+}
+
+// run creates n objects with create(i) on the worker pool and returns the
+// time from the first request until the watch has seen all of them, the
+// same way oria's objects are observed.
+func (f *floor) run(ctx context.Context, gvr schema.GroupVersionResource, n int, create func(ctx context.Context, i int) error) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	obs, err := observe(ctx, f.md, gvr, labelFloor)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := parallel(ctx, f.workers, n, create); err != nil {
+		return 0, fmt.Errorf("floor: %w", err)
+	}
+	last, err := obs.waitCount(ctx, n, f.timeout)
+	if err != nil {
+		return 0, fmt.Errorf("floor: %w", err)
+	}
+	return last.Sub(start), nil
+}
+
+// clusterRoles creates the ClusterRoles of scenario 1: the four roles oria
+// generates for each CRD, with the same rules.
+func (f *floor) clusterRoles(ctx context.Context, crds []crdName) (time.Duration, error) {
+	kinds := []string{names.RoleAdmin, names.RoleEdit, names.RoleView, names.RoleViewCRDView}
+	return f.run(ctx, clusterRolesGVR, len(crds)*len(kinds), func(ctx context.Context, i int) error {
+		crd, kind := crds[i/len(kinds)], kinds[i%len(kinds)]
+		cr := &rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "bench-floor-" + names.ExtensionRole(crd.String(), kind),
+				Labels: map[string]string{
+					labelFloor:                  "true",
+					oriav1alpha1.LabelExtension: crd.extension,
+					oriav1alpha1.LabelRole:      kind,
+				},
+				Annotations: map[string]string{oriav1alpha1.AnnotationCRD: crd.String()},
+			},
+			Rules: roleRules(crd, kind),
+		}
+		_, err := f.cs.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// roleRules are the rules of a generated role (design.md, "role rules").
+func roleRules(crd crdName, kind string) []rbacv1.PolicyRule {
+	res := func(verbs ...string) []rbacv1.PolicyRule {
+		return []rbacv1.PolicyRule{{APIGroups: []string{crd.group}, Resources: []string{crd.plural}, Verbs: verbs}}
+	}
+	switch kind {
+	case names.RoleAdmin:
+		return res("*")
+	case names.RoleEdit:
+		return res("create", "update", "patch", "delete")
+	case names.RoleView:
+		return res("get", "list", "watch")
+	default:
+		return []rbacv1.PolicyRule{{
+			APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
+			Verbs: []string{"get"}, ResourceNames: []string{crd.String()},
+		}}
+	}
+}
+
+// roleBindings creates one RoleBinding of the fan-out's role in each
+// namespace, as scenario 2 expects of oria.
+func (f *floor) roleBindings(ctx context.Context, namespaces []string, role string, subjects []rbacv1.Subject) (time.Duration, error) {
+	return f.run(ctx, roleBindingsGVR, len(namespaces), func(ctx context.Context, i int) error {
+		rb := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:      "bench-floor-" + role,
+				Namespace: namespaces[i],
+				Labels:    map[string]string{labelFloor: "true"},
+			},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: subjects,
+		}
+		_, err := f.cs.RbacV1().RoleBindings(namespaces[i]).Create(ctx, rb, metav1.CreateOptions{})
+		return err
+	})
+}
