@@ -1,0 +1,75 @@
+// Package docs holds oria's documentation. Its test keeps the YAML examples
+// honest: each one must be, verbatim, a file of config/samples (which the
+// end-to-end tests apply to a real cluster), so the docs cannot rot.
+package docs
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
+
+func TestYAMLExamplesAreSamples(t *testing.T) {
+	docs, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs = append(docs, filepath.Join("..", "README.md"))
+	found := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range yamlBlock.FindAllStringSubmatch(string(b), -1) {
+			found++
+			block := m[1]
+			first, rest, _ := strings.Cut(block, "\n")
+			sample, ok := strings.CutPrefix(first, "# config/samples/")
+			if !ok {
+				t.Errorf("%s: a yaml example must start with '# config/samples/<file>' and be that file; it starts with %q", doc, first)
+				continue
+			}
+			want, err := os.ReadFile(filepath.Join("..", "config", "samples", sample))
+			if err != nil {
+				t.Errorf("%s: example names %s: %v", doc, sample, err)
+				continue
+			}
+			if strings.TrimSpace(rest) != strings.TrimSpace(string(want)) {
+				t.Errorf("%s: the example of config/samples/%s differs from the file; copy the file into the doc", doc, sample)
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("no yaml examples found: the test is not looking at the docs")
+	}
+}
+
+// TestLinkedFilesExist checks the relative links and the config/samples
+// paths the docs mention.
+func TestLinkedFilesExist(t *testing.T) {
+	mentions := regexp.MustCompile(`config/samples/[a-z0-9.-]+\.yaml|\]\(([a-z0-9./-]+\.md)\)`)
+	docs, err := filepath.Glob("*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range append(docs, filepath.Join("..", "README.md")) {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mentions.FindAllStringSubmatch(string(b), -1) {
+			path := filepath.Join("..", m[0])
+			if m[1] != "" {
+				path = filepath.Join(filepath.Dir(doc), m[1])
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s mentions %s, which does not exist", doc, m[0])
+			}
+		}
+	}
+}
