@@ -73,3 +73,30 @@ func TestLinkedFilesExist(t *testing.T) {
 		}
 	}
 }
+
+// TestEverySampleIsAppliedEndToEnd checks that each config/samples file is
+// applied by name in an end-to-end test (test/e2e applies them to a real
+// cluster and checks what they do).
+func TestEverySampleIsAppliedEndToEnd(t *testing.T) {
+	samples, err := filepath.Glob(filepath.Join("..", "config", "samples", "*.yaml"))
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("no samples found: %v", err)
+	}
+	sources, err := filepath.Glob(filepath.Join("..", "test", "e2e", "*_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, s := range sources {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+	}
+	for _, s := range samples {
+		if !strings.Contains(all.String(), `applySample(t, "`+filepath.Base(s)+`")`) {
+			t.Errorf("config/samples/%s is not applied by any end-to-end test (applySample(t, %q))", filepath.Base(s), filepath.Base(s))
+		}
+	}
+}
