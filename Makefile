@@ -35,6 +35,10 @@ vet: ## Run go vet.
 build: ## Build bin/oria.
 	go build -o bin/oria ./cmd/oria
 
+.PHONY: localcluster
+localcluster:
+	go build -o bin/localcluster ./hack/localcluster
+
 .PHONY: controlplane
 controlplane: ## Build (once, cached outside the clone) etcd, kube-apiserver and kube-controller-manager.
 	@hack/controlplane.sh >/dev/null
@@ -42,16 +46,16 @@ controlplane: ## Build (once, cached outside the clone) etcd, kube-apiserver and
 ##@ Run
 
 .PHONY: run
-run: build controlplane ## Run oria: against $$KUBECONFIG if set, else on a local control plane under .local/.
-	go run ./hack/localcluster run --dir "$(LOCAL_DIR)" --assets "$$(hack/controlplane.sh)" -- bin/oria $(ARGS)
+run: build localcluster controlplane ## Run oria: against $$KUBECONFIG if set, else on a local control plane under .local/.
+	bin/localcluster run --dir "$(LOCAL_DIR)" --assets "$$(hack/controlplane.sh)" -- bin/oria $(ARGS)
 
 .PHONY: local-up
-local-up: controlplane ## Start the local control plane in the background (kubeconfig: .local/kubeconfig).
-	go run ./hack/localcluster up --dir "$(LOCAL_DIR)" --assets "$$(hack/controlplane.sh)"
+local-up: localcluster controlplane ## Start the local control plane in the background (kubeconfig: .local/kubeconfig).
+	bin/localcluster up --dir "$(LOCAL_DIR)" --assets "$$(hack/controlplane.sh)"
 
 .PHONY: local-down
-local-down: ## Stop the local control plane and remove its state.
-	go run ./hack/localcluster down --dir "$(LOCAL_DIR)"
+local-down: localcluster ## Stop the local control plane and remove its state.
+	bin/localcluster down --dir "$(LOCAL_DIR)"
 
 ##@ Test
 
