@@ -69,6 +69,9 @@ type Options struct {
 	DefaultMode oriav1alpha1.RBACMode
 	// MaxConcurrentReconciles is the number of extensions reconciled at once.
 	MaxConcurrentReconciles int
+	// ConflictRetryInterval: see DefaultConflictRetryInterval; zero means
+	// the default.
+	ConflictRetryInterval time.Duration
 }
 
 // Reconciler reconciles the ClusterRoles of one ClusterExtension and its
@@ -96,10 +99,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("invalid default RBAC mode %q", opts.DefaultMode)
 	}
 	r := &Reconciler{
-		Client:      mgr.GetClient(),
-		APIReader:   mgr.GetAPIReader(),
-		Recorder:    mgr.GetEventRecorder("oria"),
-		DefaultMode: opts.DefaultMode,
+		Client:                mgr.GetClient(),
+		APIReader:             mgr.GetAPIReader(),
+		Recorder:              mgr.GetEventRecorder("oria"),
+		DefaultMode:           opts.DefaultMode,
+		ConflictRetryInterval: opts.ConflictRetryInterval,
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).

@@ -1,0 +1,345 @@
+package extension_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller/extension"
+	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/testutil"
+	"github.com/operator-framework/oria/test/localcluster"
+)
+
+var (
+	cluster *localcluster.Cluster
+	// k8sClient is an uncached admin client: what tests assert on is the
+	// API server's state, not a cache.
+	k8sClient client.Client
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 50 * time.Millisecond
+)
+
+func TestMain(m *testing.M) {
+	testutil.RunMain(m, &cluster, false, func() (func(), error) {
+		scheme, err := manager.Scheme()
+		if err != nil {
+			return nil, err
+		}
+		k8sClient, err = client.New(cluster.Config, client.Options{Scheme: scheme})
+		return nil, err
+	})
+}
+
+// env is one running manager with only this package's controller.
+type env struct {
+	mgr  ctrl.Manager
+	opts extension.Options
+	stop func()
+}
+
+// startManager runs a manager with the extension controller until the test
+// ends (or stop is called). Each test runs its own so that tests can choose
+// the default mode; tests delete their ClusterExtensions when they end so
+// that later managers have nothing of theirs to reconcile.
+func startManager(t *testing.T, opts extension.Options) *env {
+	t.Helper()
+	testutil.NeedCluster(t, cluster)
+	scheme, err := manager.Scheme()
+	require.NoError(t, err)
+	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  manager.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	require.NoError(t, err)
+	require.NoError(t, extension.SetupWithManager(mgr, opts))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		require.NoError(t, <-done)
+	}
+	t.Cleanup(stop)
+	return &env{mgr: mgr, opts: opts, stop: stop}
+}
+
+// newExtension creates a ClusterExtension (annotated with mode unless mode
+// is empty) and deletes it when the test ends.
+func newExtension(t *testing.T, mode oriav1alpha1.RBACMode) *ocv1.ClusterExtension {
+	t.Helper()
+	testutil.NeedCluster(t, cluster)
+	ce := testutil.ClusterExtension(testutil.UniqueName("ext"), mode)
+	require.NoError(t, k8sClient.Create(context.Background(), ce))
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ce) })
+	return ce
+}
+
+// group returns an API group of this test's own.
+func group() string { return testutil.UniqueName("g") + ".example.com" }
+
+// addCRD creates the CRD named plural.group for the extension, labelled as
+// operator-controller labels the CRDs it installs.
+func addCRD(t *testing.T, ext, crdName string) *metav1.PartialObjectMetadata {
+	t.Helper()
+	plural, grp, _ := strings.Cut(crdName, ".")
+	crd := testutil.CRD(grp, plural, "K"+plural, ext)
+	require.NoError(t, k8sClient.Create(context.Background(), crd))
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), crd) })
+	m := &metav1.PartialObjectMetadata{ObjectMeta: crd.ObjectMeta}
+	return m
+}
+
+func deleteCRD(t *testing.T, crdName string) {
+	t.Helper()
+	crd := manager.CRDMetadata()
+	crd.Name = crdName
+	require.NoError(t, k8sClient.Delete(context.Background(), crd))
+}
+
+// installed creates a ClusterExtension in mode with the given CRDs.
+func installed(t *testing.T, mode oriav1alpha1.RBACMode, crds ...string) *ocv1.ClusterExtension {
+	t.Helper()
+	ce := newExtension(t, mode)
+	for _, c := range crds {
+		addCRD(t, ce.Name, c)
+	}
+	return ce
+}
+
+// setMode sets (or, with "", removes) the rbac-mode annotation.
+func setMode(t *testing.T, name string, mode string) {
+	t.Helper()
+	v := any(mode)
+	if mode == "" {
+		v = nil
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, oriav1alpha1.AnnotationRBACMode, jsonValue(v))
+	require.NoError(t, k8sClient.Patch(context.Background(), &ocv1.ClusterExtension{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		client.RawPatch(types.MergePatchType, []byte(patch))))
+}
+
+func jsonValue(v any) string {
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+func getCE(t require.TestingT, name string) *ocv1.ClusterExtension {
+	ce := &ocv1.ClusterExtension{}
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, ce))
+	return ce
+}
+
+// waitCondition waits until the extension's RBACManaged condition has status
+// and reason, and returns it.
+func waitCondition(t *testing.T, name string, status metav1.ConditionStatus, reason string) metav1.Condition {
+	t.Helper()
+	var cond metav1.Condition
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ce := getCE(c, name)
+		got := meta.FindStatusCondition(ce.Status.Conditions, oriav1alpha1.TypeRBACManaged)
+		require.NotNil(c, got, "no RBACManaged condition")
+		require.Equal(c, reason, got.Reason, got.Message)
+		require.Equal(c, status, got.Status, got.Message)
+		require.Equal(c, ce.Generation, got.ObservedGeneration)
+		cond = *got
+	}, timeout, interval)
+	return cond
+}
+
+// liveRoles returns the ClusterRoles labelled as oria's for the extension.
+func liveRoles(t require.TestingT, ext string) map[string]*rbacv1.ClusterRole {
+	list := &rbacv1.ClusterRoleList{}
+	require.NoError(t, k8sClient.List(context.Background(), list, client.MatchingLabels{
+		oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelExtension: names.LabelValue(ext),
+	}))
+	out := map[string]*rbacv1.ClusterRole{}
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i]
+	}
+	return out
+}
+
+func getRole(t require.TestingT, name string) *rbacv1.ClusterRole {
+	cr := &rbacv1.ClusterRole{}
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, cr))
+	return cr
+}
+
+func roleGone(name string) bool {
+	return apierrors.IsNotFound(k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, &rbacv1.ClusterRole{}))
+}
+
+// roleNames returns the generated role names for the CRDs, sorted, minus
+// the names in except.
+func roleNames(crds []string, except ...string) []string {
+	out := []string{}
+	for _, c := range crds {
+		for _, k := range extension.RoleKinds {
+			if n := extension.RoleName(c, k); !slices.Contains(except, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitRoles waits until the extension's oria roles are exactly the
+// generated roles of crds (minus except) in mode, with the rules, labels,
+// annotation and owner of design.md, and returns them.
+func waitRoles(t *testing.T, ce *ocv1.ClusterExtension, mode oriav1alpha1.RBACMode, crds []string, except ...string) map[string]*rbacv1.ClusterRole {
+	t.Helper()
+	var roles map[string]*rbacv1.ClusterRole
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		roles = liveRoles(c, ce.Name)
+		got := make([]string, 0, len(roles))
+		for n := range roles {
+			got = append(got, n)
+		}
+		slices.Sort(got)
+		require.Equal(c, roleNames(crds, except...), got)
+		for _, crd := range crds {
+			plural, grp := extension.SplitCRDName(crd)
+			for _, k := range extension.RoleKinds {
+				cr, ok := roles[extension.RoleName(crd, k)]
+				if !ok {
+					continue
+				}
+				assert.Equal(c, string(k), cr.Labels[oriav1alpha1.LabelRole])
+				assert.Equal(c, crd, cr.Annotations[oriav1alpha1.AnnotationCRD])
+				ref := metav1.GetControllerOf(cr)
+				if assert.NotNil(c, ref) {
+					assert.Equal(c, ce.UID, ref.UID)
+				}
+				for _, agg := range []string{oriav1alpha1.LabelAggregateToAdmin, oriav1alpha1.LabelAggregateToEdit, oriav1alpha1.LabelAggregateToView} {
+					want := mode == oriav1alpha1.RBACModeLegacy && agg == extension.AggregationLabel(k)
+					_, has := cr.Labels[agg]
+					assert.Equal(c, want, has, "%s: label %s", cr.Name, agg)
+				}
+				want := rbacv1.PolicyRule{APIGroups: []string{grp}, Resources: []string{plural}}
+				switch k {
+				case extension.RoleAdmin:
+					want.Verbs = []string{"*"}
+				case extension.RoleEdit:
+					want.Verbs = []string{"create", "update", "patch", "delete"}
+				case extension.RoleView:
+					want.Verbs = []string{"get", "list", "watch"}
+				case extension.RoleViewCRD:
+					want = rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
+						ResourceNames: []string{crd}, Verbs: []string{"get"}}
+				}
+				assert.Equal(c, []rbacv1.PolicyRule{want}, cr.Rules, cr.Name)
+			}
+		}
+	}, timeout, interval)
+	return roles
+}
+
+// waitCacheSynced waits until the manager's cache shows the extension, its
+// CRDs and its oria roles exactly as the API server has them, so that a
+// direct Reconcile sees the converged world.
+func waitCacheSynced(t *testing.T, e *env, name string) {
+	t.Helper()
+	cached := e.mgr.GetClient()
+	ctx := context.Background()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		live, inCache := &ocv1.ClusterExtension{}, &ocv1.ClusterExtension{}
+		require.NoError(c, k8sClient.Get(ctx, client.ObjectKey{Name: name}, live))
+		require.NoError(c, cached.Get(ctx, client.ObjectKey{Name: name}, inCache))
+		require.Equal(c, live.ResourceVersion, inCache.ResourceVersion)
+
+		rv := func(l *rbacv1.ClusterRoleList) map[string]string {
+			m := map[string]string{}
+			for _, cr := range l.Items {
+				m[cr.Name] = cr.ResourceVersion
+			}
+			return m
+		}
+		sel := client.MatchingLabels{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}
+		lr, cr := &rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleList{}
+		require.NoError(c, k8sClient.List(ctx, lr, sel))
+		require.NoError(c, cached.List(ctx, cr, sel))
+		require.Equal(c, rv(lr), rv(cr))
+
+		crdSel := client.MatchingLabels{oriav1alpha1.LabelOLMOwnerName: name}
+		lc, cc := &metav1.PartialObjectMetadataList{}, &metav1.PartialObjectMetadataList{}
+		for _, l := range []*metav1.PartialObjectMetadataList{lc, cc} {
+			l.SetGroupVersionKind(manager.CRDMetadata().GroupVersionKind().GroupVersion().WithKind("CustomResourceDefinitionList"))
+		}
+		require.NoError(c, k8sClient.List(ctx, lc, crdSel))
+		require.NoError(c, cached.List(ctx, cc, crdSel))
+		crv := func(l *metav1.PartialObjectMetadataList) map[string]string {
+			m := map[string]string{}
+			for _, o := range l.Items {
+				m[o.Name] = o.ResourceVersion
+			}
+			return m
+		}
+		require.Equal(c, crv(lc), crv(cc))
+	}, timeout, interval)
+}
+
+// assertQuiet reconciles the converged extension directly, through a client
+// that counts writes, and fails on any write: an unchanged world must cost
+// the API server nothing but (cached) reads.
+func assertQuiet(t *testing.T, e *env, name string) {
+	t.Helper()
+	waitCacheSynced(t, e, name)
+	c, writes := testutil.CountingClient(e.mgr.GetClient())
+	r := &extension.Reconciler{
+		Client:      c,
+		APIReader:   e.mgr.GetAPIReader(),
+		Recorder:    events.NewFakeRecorder(100),
+		DefaultMode: e.opts.DefaultMode,
+	}
+	for range 3 {
+		_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
+		require.NoError(t, err)
+	}
+	require.Zero(t, writes.Total(), "writes on an unchanged world: %s", writes)
+}
+
+// uids returns name -> UID of roles.
+func uids(roles map[string]*rbacv1.ClusterRole) map[string]types.UID {
+	out := map[string]types.UID{}
+	for n, r := range roles {
+		out[n] = r.UID
+	}
+	return out
+}
