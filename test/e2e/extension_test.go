@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller/extension"
+	"github.com/operator-framework/oria/internal/testutil"
+)
+
+// TestExtensionRBACModes installs an extension (a ClusterExtension and a CRD
+// labelled as operator-controller labels it) and checks, with
+// SubjectAccessReviews against the real authorizer while
+// kube-controller-manager aggregates ClusterRoles, what users bound to the
+// built-in view, edit and admin ClusterRoles may do with its API in each
+// mode:
+//   - Legacy: view reads, edit writes, admin does everything (through
+//     RoleBindings in a namespace); a ClusterRoleBinding to view also gets the
+//     CRD itself (cluster-scoped, which a RoleBinding cannot grant).
+//   - FineGrained and Unmanaged: none of them can.
+func TestExtensionRBACModes(t *testing.T) {
+	ctx := context.Background()
+	grp := testutil.UniqueName("e2e") + ".example.com"
+	crdName := "widgets." + grp
+	ext := testutil.ClusterExtension(testutil.UniqueName("widgets"), oriav1alpha1.RBACModeLegacy)
+	require.NoError(t, k8sClient.Create(ctx, ext))
+	t.Cleanup(func() { _ = k8sClient.Delete(ctx, ext) })
+	crd := testutil.CRD(grp, "widgets", "Widget", ext.Name)
+	require.NoError(t, k8sClient.Create(ctx, crd))
+	t.Cleanup(func() { _ = k8sClient.Delete(ctx, crd) })
+
+	ns := testutil.Namespace(testutil.UniqueName("team"), nil)
+	other := testutil.Namespace(testutil.UniqueName("other"), nil)
+	for _, n := range []client.Object{ns, other} {
+		require.NoError(t, k8sClient.Create(ctx, n))
+		t.Cleanup(func() { _ = k8sClient.Delete(ctx, n) })
+	}
+	viewer, editor, admin, clusterViewer := testutil.UniqueName("viewer"), testutil.UniqueName("editor"), testutil.UniqueName("admin"), testutil.UniqueName("cviewer")
+	bind := func(obj client.Object) {
+		require.NoError(t, k8sClient.Create(ctx, obj))
+		t.Cleanup(func() { _ = k8sClient.Delete(ctx, obj) })
+	}
+	for user, role := range map[string]string{viewer: "view", editor: "edit", admin: "admin"} {
+		bind(&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		})
+	}
+	bind(&rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterViewer},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: clusterViewer}},
+	})
+
+	cr := func(user, verb, namespace string) testutil.Access {
+		return testutil.Access{User: user, Verb: verb, Group: grp, Resource: "widgets", Namespace: namespace}
+	}
+	getCRD := func(user string) testutil.Access {
+		return testutil.Access{User: user, Verb: "get", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: crdName}
+	}
+	// What Legacy mode grants, and FineGrained / Unmanaged must not.
+	granted := []testutil.Access{
+		cr(viewer, "get", ns.Name), cr(viewer, "list", ns.Name), cr(viewer, "watch", ns.Name),
+		cr(editor, "create", ns.Name), cr(editor, "update", ns.Name), cr(editor, "patch", ns.Name), cr(editor, "delete", ns.Name),
+		cr(editor, "get", ns.Name),
+		cr(admin, "create", ns.Name), cr(admin, "delete", ns.Name), cr(admin, "deletecollection", ns.Name), cr(admin, "list", ns.Name),
+		cr(clusterViewer, "list", ""), cr(clusterViewer, "get", ns.Name),
+		getCRD(clusterViewer),
+	}
+	// What no mode grants: writes for viewers, other namespaces for
+	// RoleBindings, the cluster-scoped CRD through a RoleBinding.
+	neverGranted := []testutil.Access{
+		cr(viewer, "create", ns.Name), cr(viewer, "delete", ns.Name),
+		cr(editor, "deletecollection", ns.Name),
+		cr(viewer, "list", other.Name), cr(editor, "create", other.Name), cr(admin, "delete", other.Name),
+		cr(clusterViewer, "create", ns.Name),
+		getCRD(viewer),
+	}
+
+	t.Run("Legacy", func(t *testing.T) {
+		waitExtensionCondition(t, ext.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy)
+		eventuallyAccess(t, true, granted...)
+		eventuallyAccess(t, false, neverGranted...)
+	})
+
+	t.Run("FineGrained", func(t *testing.T) {
+		setRBACMode(t, ext.Name, oriav1alpha1.RBACModeFineGrained)
+		waitExtensionCondition(t, ext.Name, metav1.ConditionTrue, oriav1alpha1.ReasonFineGrained)
+		// The roles exist, for RBACPolicies to bind, but aggregate nowhere.
+		for _, k := range extension.RoleKinds {
+			r := &rbacv1.ClusterRole{}
+			require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Name: extension.RoleName(crdName, k)}, r))
+			assert.NotContains(t, r.Labels, extension.AggregationLabel(k))
+		}
+		eventuallyAccess(t, false, append(granted, neverGranted...)...)
+	})
+
+	t.Run("Legacy again", func(t *testing.T) {
+		setRBACMode(t, ext.Name, oriav1alpha1.RBACModeLegacy)
+		waitExtensionCondition(t, ext.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy)
+		eventuallyAccess(t, true, granted...)
+	})
+
+	t.Run("Unmanaged", func(t *testing.T) {
+		setRBACMode(t, ext.Name, oriav1alpha1.RBACModeUnmanaged)
+		cond := waitExtensionCondition(t, ext.Name, metav1.ConditionFalse, oriav1alpha1.ReasonUnmanaged)
+		assert.Contains(t, cond.Message, "not managed by oria")
+		require.Eventually(t, func() bool {
+			for _, k := range extension.RoleKinds {
+				if !apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: extension.RoleName(crdName, k)}, &rbacv1.ClusterRole{})) {
+					return false
+				}
+			}
+			return true
+		}, time.Minute, 100*time.Millisecond, "generated roles not removed")
+		eventuallyAccess(t, false, append(granted, neverGranted...)...)
+	})
+
+	t.Run("default mode of the binary is Unmanaged", func(t *testing.T) {
+		// The suite runs oria with --default-rbac-mode=Unmanaged: removing
+		// the annotation keeps the extension unmanaged.
+		setRBACMode(t, ext.Name, oriav1alpha1.RBACModeLegacy)
+		eventuallyAccess(t, true, granted...)
+		setRBACMode(t, ext.Name, "")
+		cond := waitExtensionCondition(t, ext.Name, metav1.ConditionFalse, oriav1alpha1.ReasonUnmanaged)
+		assert.Contains(t, cond.Message, "default")
+		eventuallyAccess(t, false, granted...)
+	})
+
+	t.Run("uninstall revokes access", func(t *testing.T) {
+		setRBACMode(t, ext.Name, oriav1alpha1.RBACModeLegacy)
+		eventuallyAccess(t, true, granted...)
+		require.NoError(t, k8sClient.Delete(ctx, ext))
+		eventuallyAccess(t, false, granted...)
+		for _, k := range extension.RoleKinds {
+			assert.True(t, apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: extension.RoleName(crdName, k)}, &rbacv1.ClusterRole{})))
+		}
+	})
+}
+
+// setRBACMode sets the rbac-mode annotation as
+// `kubectl annotate --overwrite` would; mode "" removes it.
+func setRBACMode(t *testing.T, name string, mode oriav1alpha1.RBACMode) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ce := &ocv1.ClusterExtension{}
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, ce))
+		if mode == "" {
+			delete(ce.Annotations, oriav1alpha1.AnnotationRBACMode)
+		} else {
+			if ce.Annotations == nil {
+				ce.Annotations = map[string]string{}
+			}
+			ce.Annotations[oriav1alpha1.AnnotationRBACMode] = string(mode)
+		}
+		require.NoError(c, k8sClient.Update(context.Background(), ce))
+	}, 30*time.Second, 100*time.Millisecond)
+}
+
+// waitExtensionCondition is `kubectl wait --for=condition=RBACManaged` with a
+// reason check; it returns the condition.
+func waitExtensionCondition(t *testing.T, name string, status metav1.ConditionStatus, reason string) metav1.Condition {
+	t.Helper()
+	var cond metav1.Condition
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ce := &ocv1.ClusterExtension{}
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, ce))
+		got := meta.FindStatusCondition(ce.Status.Conditions, oriav1alpha1.TypeRBACManaged)
+		require.NotNil(c, got, "no RBACManaged condition yet")
+		require.Equal(c, reason, got.Reason, got.Message)
+		require.Equal(c, status, got.Status, got.Message)
+		cond = *got
+	}, time.Minute, 100*time.Millisecond)
+	return cond
+}
