@@ -188,3 +188,12 @@ func mergeLabels(have, want map[string]string) map[string]string {
 	}
 	return out
 }
+
+// Enumerate joins items for a message, naming at most max of them:
+// "a, b, c and 7 more".
+func Enumerate(items []string, max int) string {
+	if len(items) <= max {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:max], ", "), len(items)-max)
+}

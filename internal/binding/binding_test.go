@@ -350,3 +350,9 @@ func TestApplyConfigurations(t *testing.T) {
 	assert.Equal(t, []string{"pods"}, crac.Rules[0].Resources)
 	assert.Equal(t, []string{"get", "list"}, crac.Rules[0].Verbs)
 }
+
+func TestEnumerate(t *testing.T) {
+	assert.Equal(t, "", Enumerate(nil, 3))
+	assert.Equal(t, "a, b", Enumerate([]string{"a", "b"}, 3))
+	assert.Equal(t, "a, b and 2 more", Enumerate([]string{"a", "b", "c", "d"}, 2))
+}

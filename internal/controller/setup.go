@@ -7,6 +7,8 @@ import (
 
 	"github.com/operator-framework/oria/internal/controller/extension"
 	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
+	"github.com/operator-framework/oria/internal/controller/scopeinstance"
+	"github.com/operator-framework/oria/internal/controller/scopetemplate"
 	"github.com/operator-framework/oria/internal/manager"
 )
 
@@ -20,6 +22,12 @@ func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 		func() error {
 			return rbacpolicy.SetupWithManager(mgr, rbacpolicy.Options{
 				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+		},
+		func() error {
+			return scopetemplate.SetupWithManager(mgr, scopetemplate.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+		},
+		func() error {
+			return scopeinstance.SetupWithManager(mgr, scopeinstance.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
 		},
 	} {
 		if err := setup(); err != nil {

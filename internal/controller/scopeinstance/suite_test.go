@@ -1,0 +1,227 @@
+package scopeinstance_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller/scopeinstance"
+	"github.com/operator-framework/oria/internal/controller/scopetemplate"
+	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/testutil"
+	"github.com/operator-framework/oria/test/localcluster"
+)
+
+var (
+	cluster *localcluster.Cluster
+	// k8sClient is an uncached admin client: tests assert on the API
+	// server's state, not on a cache.
+	k8sClient client.Client
+	// mgr runs the ScopeTemplate and ScopeInstance controllers for the
+	// whole package; tests use their own names and namespaces.
+	mgr ctrl.Manager
+)
+
+const (
+	timeout  = 30 * time.Second
+	interval = 50 * time.Millisecond
+)
+
+func TestMain(m *testing.M) {
+	testutil.RunMain(m, &cluster, false, func() (func(), error) {
+		scheme, err := manager.Scheme()
+		if err != nil {
+			return nil, err
+		}
+		if k8sClient, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
+			return nil, err
+		}
+		mgr, err = ctrl.NewManager(cluster.Config, ctrl.Options{
+			Scheme:                 scheme,
+			Cache:                  manager.CacheOptions(),
+			Metrics:                metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress: "0",
+		})
+		if err != nil {
+			return nil, err
+		}
+		// Conflicts are rechecked quickly so that tests resolving one need
+		// not wait for the production interval.
+		if err := scopetemplate.SetupWithManager(mgr, scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}); err != nil {
+			return nil, err
+		}
+		if err := scopeinstance.SetupWithManager(mgr, scopeinstance.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}); err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(ctx) }()
+		syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+		defer syncCancel()
+		if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+			cancel()
+			return nil, fmt.Errorf("manager cache did not sync: %v", <-done)
+		}
+		return func() { cancel(); <-done }, nil
+	})
+}
+
+// Fixtures.
+
+var podRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}
+
+// podReader creates a ClusterRole that may list pods, for tests that check
+// access: the built-in view role gets its rules from the aggregation
+// controller, which the integration control plane does not run.
+func podReader(t *testing.T) string {
+	t.Helper()
+	name := testutil.UniqueName("pod-reader")
+	create(t, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: podRules})
+	return name
+}
+
+func sa(name, ns string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}
+}
+
+func user(name string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.UserKind, Name: name, APIGroup: rbacv1.GroupName}
+}
+
+func newTemplate(name string, roles []oriav1alpha1.ClusterRoleTemplate, subjects ...rbacv1.Subject) *oriav1alpha1.ScopeTemplate {
+	return &oriav1alpha1.ScopeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: oriav1alpha1.ScopeTemplateSpec{
+			ClusterRoles:    roles,
+			BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: subjects},
+		},
+	}
+}
+
+func newInstance(name, template string, namespaces []string, selector *metav1.LabelSelector) *oriav1alpha1.ScopeInstance {
+	return &oriav1alpha1.ScopeInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: oriav1alpha1.ScopeInstanceSpec{
+			ScopeTemplateName: template,
+			Namespaces:        namespaces,
+			NamespaceSelector: selector,
+		},
+	}
+}
+
+func matchLabels(kv ...string) *metav1.LabelSelector {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return &metav1.LabelSelector{MatchLabels: m}
+}
+
+// create creates obj and deletes it when the test ends.
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	require.NoError(t, k8sClient.Create(context.Background(), obj))
+	t.Cleanup(func() {
+		_ = k8sClient.Delete(context.Background(), obj)
+	})
+}
+
+// namespace creates a namespace with labels; it is deleted when the test
+// ends (without kube-controller-manager it stays terminating, which no test
+// of another name notices).
+func namespace(t *testing.T, prefix string, labels map[string]string) string {
+	t.Helper()
+	name := testutil.UniqueName(prefix)
+	create(t, testutil.Namespace(name, labels))
+	return name
+}
+
+func get[T client.Object](t require.TestingT, name, ns string, obj T) T {
+	require.NoError(t, k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj))
+	return obj
+}
+
+// ready returns the Ready condition of the named instance, nil if unset or
+// not about the current generation.
+func ready(t require.TestingT, name string) (*oriav1alpha1.ScopeInstance, *metav1.Condition) {
+	si := get(t, name, "", &oriav1alpha1.ScopeInstance{})
+	c := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady)
+	if c == nil || si.Status.ObservedGeneration != si.Generation || c.ObservedGeneration != si.Generation {
+		return si, nil
+	}
+	return si, c
+}
+
+// eventuallyReady waits for the instance's Ready condition to have status
+// and reason, and returns the instance.
+func eventuallyReady(t *testing.T, name string, status metav1.ConditionStatus, reason string) *oriav1alpha1.ScopeInstance {
+	t.Helper()
+	var si *oriav1alpha1.ScopeInstance
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var cond *metav1.Condition
+		si, cond = ready(c, name)
+		if assert.NotNil(c, cond, "Ready condition for the current generation") {
+			assert.Equal(c, status, cond.Status, cond.Message)
+			assert.Equal(c, reason, cond.Reason, cond.Message)
+		}
+	}, timeout, interval)
+	return si
+}
+
+// roleBindingNamespaces returns the namespaces (sorted) in which a
+// RoleBinding of instance for role exists.
+func roleBindingNamespaces(t require.TestingT, instance, role string) []string {
+	var list rbacv1.RoleBindingList
+	require.NoError(t, k8sClient.List(context.Background(), &list,
+		client.MatchingLabels{oriav1alpha1.LabelScopeInstance: instance}))
+	var out []string
+	for _, rb := range list.Items {
+		if rb.RoleRef.Name == role {
+			out = append(out, rb.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// eventuallyBoundIn waits until the RoleBindings of instance for role exist
+// in exactly namespaces.
+func eventuallyBoundIn(t *testing.T, instance, role string, namespaces ...string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.ElementsMatch(c, namespaces, roleBindingNamespaces(c, instance, role))
+	}, timeout, interval)
+}
+
+func notFound(t require.TestingT, name, ns string, obj client.Object) bool {
+	err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj)
+	return apierrors.IsNotFound(err)
+}
+
+// eventsFor returns the reasons of the events regarding an object.
+func eventReasons(t require.TestingT, name string) []string {
+	var list corev1.EventList
+	require.NoError(t, k8sClient.List(context.Background(), &list, client.InNamespace("default")))
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "ScopeInstance" {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
