@@ -127,7 +127,7 @@ func sampleReport() *Report {
 		Config:  Sizes{Extensions: 200, CRDsPerExtension: 5, Namespaces: 2000, NewNamespaces: 100, IdleSeconds: 120, QPS: 500, Burst: 1000, FloorWorkers: 32},
 		PeakRSS: 90 << 20,
 		Results: []*Result{
-			{Name: scenarioExtensions, Objects: 4000, Converged: true, Seconds: 9, FloorSeconds: 6, Writes: map[string]int{"PATCH": 4200}, WritesTotal: 4200, PeakRSS: 80 << 20, CPUSeconds: 4.2},
+			{Name: scenarioExtensions, Objects: 4000, Converged: true, Seconds: 9, FloorSeconds: 6, Writes: map[string]int{"PATCH": 4200}, WritesTotal: 4200, PeakRSS: 80 << 20, CPUSeconds: 4.2, ControlPlaneCPUSeconds: 9, FloorControlPlaneCPUSeconds: 3},
 			{Name: scenarioFanout, Objects: 2000, Converged: true, Seconds: 5, FloorSeconds: 2, WritesTotal: 2001},
 			{Name: scenarioNewNamespaces, Objects: 100, Converged: true, Latency: &Latency{Count: 100, P50: 0.05, P99: 0.4, Max: 0.6}},
 			{Name: scenarioIdle, Converged: true, WritesTotal: 0, Reads: 3},
@@ -184,9 +184,9 @@ func TestRender(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"200 extensions x 5 CRDs, 2000 namespaces (+100 new), idle 120s; qps 500, burst 1000",
+		"200 extensions x 5 CRDs, 2000 namespaces (+100 new), idle 120s; qps 500, burst 1000; floor: 32 workers, create",
 		"9.00s", "6.00s", "1.50", // extensions: oria, floor, ratio
-		"4200 (PATCH 4200)", "80 MB", "4.2s",
+		"4200 (PATCH 4200)", "80 MB", "4.2s", "9.0s (floor 3.0s)",
 		"TIMEOUT", "fanout: 1999 of 2000",
 		"50ms", "400ms", "600ms",
 		"extensions convergence / floor             <= 1.5",

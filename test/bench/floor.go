@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -62,9 +64,11 @@ type floor struct {
 	md      metadata.Interface
 	workers int
 	timeout time.Duration
+	// apply writes with server-side apply, as oria does, instead of create.
+	apply bool
 }
 
-func newFloor(cfg *rest.Config, qps float64, burst, workers int, timeout time.Duration) (*floor, error) {
+func newFloor(cfg *rest.Config, qps float64, burst, workers int, timeout time.Duration, apply bool) (*floor, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(qps), burst
 	cfg.UserAgent = "oria-bench-floor"
@@ -76,7 +80,7 @@ func newFloor(cfg *rest.Config, qps float64, burst, workers int, timeout time.Du
 	if err != nil {
 		return nil, err
 	}
-	return &floor{cs: cs, md: md, workers: workers, timeout: timeout}, nil
+	return &floor{cs: cs, md: md, workers: workers, timeout: timeout, apply: apply}, nil
 }
 
 // run creates n objects with create(i) on the worker pool and returns the
@@ -118,6 +122,13 @@ func (f *floor) clusterRoles(ctx context.Context, crds []crdName) (time.Duration
 			},
 			Rules: roleRules(crd, kind),
 		}
+		if f.apply {
+			cr.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"}
+			return applyJSON(cr, func(data []byte) error {
+				_, err := f.cs.RbacV1().ClusterRoles().Patch(ctx, cr.Name, types.ApplyPatchType, data, applyOptions)
+				return err
+			})
+		}
 		_, err := f.cs.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{})
 		return err
 	})
@@ -156,7 +167,25 @@ func (f *floor) roleBindings(ctx context.Context, namespaces []string, role stri
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 			Subjects: subjects,
 		}
+		if f.apply {
+			rb.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"}
+			return applyJSON(rb, func(data []byte) error {
+				_, err := f.cs.RbacV1().RoleBindings(rb.Namespace).Patch(ctx, rb.Name, types.ApplyPatchType, data, applyOptions)
+				return err
+			})
+		}
 		_, err := f.cs.RbacV1().RoleBindings(namespaces[i]).Create(ctx, rb, metav1.CreateOptions{})
 		return err
 	})
+}
+
+var applyOptions = metav1.PatchOptions{FieldManager: "bench-floor", Force: ptr(true)}
+
+// applyJSON marshals obj as an apply patch and sends it with patch.
+func applyJSON(obj any, patch func([]byte) error) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return patch(data)
 }

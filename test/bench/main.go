@@ -39,7 +39,7 @@ type config struct {
 	burst, floorWorkers, schemaKB                            int
 	scenarios                                                []string
 	timeout                                                  time.Duration
-	noFloor, failOnTarget, profile                           bool
+	noFloor, floorApply, failOnTarget, profile               bool
 	oriaBin, outDir                                          string
 	oriaArgs                                                 []string
 }
@@ -65,6 +65,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.burst, "burst", 1000, "Client burst of oria (--kube-api-burst) and of the floor client.")
 	fs.IntVar(&c.floorWorkers, "floor-workers", 32, "Parallel workers of the floor client.")
 	fs.BoolVar(&c.noFloor, "no-floor", false, "Skip the floor measurements.")
+	fs.BoolVar(&c.floorApply, "floor-apply", false, "The floor writes with server-side apply, as oria does, instead of create.")
 	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, idle, or all.")
 	quick := fs.Bool("quick", false, "Small sizes for a fast run: -extensions=20 -crds-per-extension=5 -namespaces=200 -new-namespaces=20 -idle-seconds=15 (explicit flags win).")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "Bound on each convergence wait.")
@@ -141,7 +142,7 @@ func run(args []string) int {
 
 	report := &Report{Started: time.Now(), Host: host(), Config: Sizes{
 		Extensions: cfg.extensions, CRDsPerExtension: cfg.crds, Namespaces: cfg.namespaces, NewNamespaces: cfg.newNamespaces,
-		IdleSeconds: cfg.idleSeconds, QPS: cfg.qps, Burst: cfg.burst, FloorWorkers: cfg.floorWorkers,
+		IdleSeconds: cfg.idleSeconds, QPS: cfg.qps, Burst: cfg.burst, FloorWorkers: cfg.floorWorkers, FloorApply: cfg.floorApply,
 		Scenarios: cfg.scenarios, OriaArgs: cfg.oriaArgs,
 	}}
 	start := time.Now()
@@ -223,7 +224,7 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 		cpPIDs: childPIDs("etcd", "kube-apiserver"),
 	}
 	if !cfg.noFloor {
-		if b.floor, err = newFloor(cluster.Config, cfg.qps, cfg.burst, cfg.floorWorkers, cfg.timeout); err != nil {
+		if b.floor, err = newFloor(cluster.Config, cfg.qps, cfg.burst, cfg.floorWorkers, cfg.timeout, cfg.floorApply); err != nil {
 			return err
 		}
 	}

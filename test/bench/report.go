@@ -52,6 +52,7 @@ type Sizes struct {
 	QPS              float64  `json:"qps"`
 	Burst            int      `json:"burst"`
 	FloorWorkers     int      `json:"floorWorkers"`
+	FloorApply       bool     `json:"floorApply"`
 	Scenarios        []string `json:"scenarios"`
 	OriaArgs         []string `json:"oriaArgs,omitempty"`
 }
@@ -79,7 +80,10 @@ type Result struct {
 	PeakRSS                int64   `json:"peakRSSBytes"`
 	CPUSeconds             float64 `json:"cpuSeconds"`
 	ControlPlaneCPUSeconds float64 `json:"controlPlaneCPUSeconds"`
-	WallSeconds            float64 `json:"wallSeconds"` // the scenario's whole window
+	// FloorControlPlaneCPUSeconds is etcd's and kube-apiserver's CPU while
+	// the floor ran: what the same objects cost the server without oria.
+	FloorControlPlaneCPUSeconds float64 `json:"floorControlPlaneCPUSeconds,omitempty"`
+	WallSeconds                 float64 `json:"wallSeconds"` // the scenario's whole window
 }
 
 // Ratio returns oria's time over the floor's, 0 when either is unknown.
@@ -205,8 +209,12 @@ func (r *Report) converged() bool {
 func (r *Report) render(w io.Writer) error {
 	c := r.Config
 	fmt.Fprintf(w, "oria scale benchmark — %s — %d CPUs, commit %s\n", r.Started.UTC().Format(time.RFC3339), r.Host.CPUs, r.Host.Commit)
-	fmt.Fprintf(w, "sizes: %d extensions x %d CRDs, %d namespaces (+%d new), idle %ds; qps %g, burst %d, floor workers %d\n\n",
-		c.Extensions, c.CRDsPerExtension, c.Namespaces, c.NewNamespaces, c.IdleSeconds, c.QPS, c.Burst, c.FloorWorkers)
+	method := "create"
+	if c.FloorApply {
+		method = "server-side apply"
+	}
+	fmt.Fprintf(w, "sizes: %d extensions x %d CRDs, %d namespaces (+%d new), idle %ds; qps %g, burst %d; floor: %d workers, %s\n\n",
+		c.Extensions, c.CRDsPerExtension, c.Namespaces, c.NewNamespaces, c.IdleSeconds, c.QPS, c.Burst, c.FloorWorkers, method)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tobjects\toria\tfloor\tratio\tp50\tp99\tmax\twrites\treads\tpeak RSS\toria CPU\tapiserver+etcd CPU")
@@ -230,9 +238,13 @@ func (r *Report) render(w io.Writer) error {
 		if l := x.Latency; l != nil && l.Count > 0 {
 			p50, p99, pmax = fmtSeconds(l.P50), fmtSeconds(l.P99), fmtSeconds(l.Max)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1fs\t%.1fs\n",
+		cp := fmt.Sprintf("%.1fs", x.ControlPlaneCPUSeconds)
+		if x.FloorControlPlaneCPUSeconds > 0 {
+			cp += fmt.Sprintf(" (floor %.1fs)", x.FloorControlPlaneCPUSeconds)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1fs\t%s\n",
 			x.Name, objects, conv, floor, ratio, p50, p99, pmax, fmtWrites(x), x.Reads,
-			fmtMB(x.PeakRSS), x.CPUSeconds, x.ControlPlaneCPUSeconds)
+			fmtMB(x.PeakRSS), x.CPUSeconds, cp)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

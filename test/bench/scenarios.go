@@ -242,11 +242,12 @@ func (b *bench) extensions(ctx context.Context) error {
 
 	if b.floor != nil {
 		b.logf("floor: creating %d ClusterRoles", r.Objects)
+		cp := b.controlPlaneCPU()
 		d, err := b.floor.clusterRoles(ctx, crds)
 		if err != nil {
 			return err
 		}
-		r.FloorSeconds = d.Seconds()
+		r.FloorSeconds, r.FloorControlPlaneCPUSeconds = d.Seconds(), b.controlPlaneCPU()-cp
 		if err := b.admin.DeleteAllOf(ctx, &rbacv1.ClusterRole{}, client.HasLabels{labelFloor}); err != nil {
 			return fmt.Errorf("deleting the floor's ClusterRoles: %w", err)
 		}
@@ -308,11 +309,12 @@ func (b *bench) fanout(ctx context.Context) error {
 
 	if b.floor != nil {
 		b.logf("floor: creating %d RoleBindings", len(nsNames))
+		cp := b.controlPlaneCPU()
 		d, err := b.floor.roleBindings(ctx, nsNames, fanoutRole, fanoutSubjects)
 		if err != nil {
 			return err
 		}
-		r.FloorSeconds = d.Seconds()
+		r.FloorSeconds, r.FloorControlPlaneCPUSeconds = d.Seconds(), b.controlPlaneCPU()-cp
 		if err := parallel(ctx, setupWorkers, len(nsNames), func(ctx context.Context, i int) error {
 			return b.admin.DeleteAllOf(ctx, &rbacv1.RoleBinding{}, client.InNamespace(nsNames[i]), client.HasLabels{labelFloor})
 		}); err != nil {
