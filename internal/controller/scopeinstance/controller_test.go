@@ -69,12 +69,14 @@ func TestNamespacesAreLive(t *testing.T) {
 	eventuallyBoundIn(t, si.Name, view, listed, selected, created)
 
 	// A namespace relabelled to match is bound; one unlabelled loses it.
-	ns := get(t, other, "", testutil.Namespace("", nil))
-	ns.Labels = map[string]string{"team": team}
-	require.NoError(t, k8sClient.Update(ctx, ns))
-	ns = get(t, selected, "", testutil.Namespace("", nil))
-	delete(ns.Labels, "team")
-	require.NoError(t, k8sClient.Update(ctx, ns))
+	ns := testutil.Namespace(other, nil)
+	update(t, ns, func() {
+		ns.Labels = map[string]string{"team": team}
+	})
+	ns = testutil.Namespace(selected, nil)
+	update(t, ns, func() {
+		delete(ns.Labels, "team")
+	})
 	eventuallyBoundIn(t, si.Name, view, listed, created, other)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		got, _ := ready(c, si.Name)
@@ -146,18 +148,18 @@ func TestClusterWide(t *testing.T) {
 
 	// A ServiceAccount without namespace is invalid cluster-wide; nothing
 	// is removed while the spec is wrong.
-	tmpl = get(t, tmpl.Name, "", &oriav1alpha1.ScopeTemplate{})
-	tmpl.Spec.BindingTemplate.Subjects = append(tmpl.Spec.BindingTemplate.Subjects, sa("nons", ""))
-	require.NoError(t, k8sClient.Update(ctx, tmpl))
+	update(t, tmpl, func() {
+		tmpl.Spec.BindingTemplate.Subjects = append(tmpl.Spec.BindingTemplate.Subjects, sa("nons", ""))
+	})
 	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidSubject)
 	_, cond := ready(t, si.Name)
 	assert.Contains(t, cond.Message, `ServiceAccount "nons" has no namespace`)
 	get(t, binding.BindingName(si.Name, view), "", &rbacv1.ClusterRoleBinding{})
 
 	// Scoped to a namespace: RoleBindings there, ClusterRoleBindings gone.
-	si = get(t, si.Name, "", &oriav1alpha1.ScopeInstance{})
-	si.Spec.Namespaces = []string{ns}
-	require.NoError(t, k8sClient.Update(ctx, si))
+	update(t, si, func() {
+		si.Spec.Namespaces = []string{ns}
+	})
 	eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
 	eventuallyBoundIn(t, si.Name, view, ns)
 	eventuallyBoundIn(t, si.Name, "edit", ns)
@@ -194,7 +196,6 @@ func TestMissingTemplate(t *testing.T) {
 // fixing it binds.
 func TestInvalidTemplate(t *testing.T) {
 	testutil.NeedCluster(t, cluster)
-	ctx := context.Background()
 	ns := namespace(t, "it", nil)
 	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}},
 		rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "Not_A_Name"})
@@ -207,9 +208,9 @@ func TestInvalidTemplate(t *testing.T) {
 	assert.Contains(t, cond.Message, "Not_A_Name")
 	assert.Empty(t, roleBindingNamespaces(t, si.Name, "view"))
 
-	tmpl = get(t, tmpl.Name, "", &oriav1alpha1.ScopeTemplate{})
-	tmpl.Spec.BindingTemplate.Subjects[0].Name = "a-name"
-	require.NoError(t, k8sClient.Update(ctx, tmpl))
+	update(t, tmpl, func() {
+		tmpl.Spec.BindingTemplate.Subjects[0].Name = "a-name"
+	})
 	eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
 	eventuallyBoundIn(t, si.Name, "view", ns)
 }
@@ -218,7 +219,6 @@ func TestInvalidTemplate(t *testing.T) {
 // with the previous, valid selector stay.
 func TestInvalidSelector(t *testing.T) {
 	testutil.NeedCluster(t, cluster)
-	ctx := context.Background()
 	team := testutil.UniqueName("team")
 	ns := namespace(t, "is", map[string]string{"team": team})
 	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
@@ -227,11 +227,11 @@ func TestInvalidSelector(t *testing.T) {
 	create(t, si)
 	eventuallyBoundIn(t, si.Name, "view", ns)
 
-	si = get(t, si.Name, "", &oriav1alpha1.ScopeInstance{})
-	si.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-		{Key: "team", Operator: "Near", Values: []string{team}},
-	}}
-	require.NoError(t, k8sClient.Update(ctx, si))
+	update(t, si, func() {
+		si.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "team", Operator: "Near", Values: []string{team}},
+		}}
+	})
 	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidSelector)
 	_, cond := ready(t, si.Name)
 	assert.Contains(t, cond.Message, `"Near" is not a valid label selector operator`)
@@ -333,19 +333,21 @@ func TestDriftIsRepaired(t *testing.T) {
 	}, timeout, interval)
 
 	// Subjects edited: restored.
-	rb := get(t, name, ns, &rbacv1.RoleBinding{})
-	rb.Subjects = append(rb.Subjects, user("mallory"))
-	require.NoError(t, k8sClient.Update(ctx, rb))
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	update(t, rb, func() {
+		rb.Subjects = append(rb.Subjects, user("mallory"))
+	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, []rbacv1.Subject{user("alice")}, get(c, name, ns, &rbacv1.RoleBinding{}).Subjects)
 	}, timeout, interval)
 
 	// oria's labels removed (the object leaves oria's cache): restored,
 	// since the ownerReference still says it is oria's.
-	rb = get(t, name, other, &rbacv1.RoleBinding{})
-	rb.Labels = map[string]string{"kept": "yes"}
-	rb.Subjects = []rbacv1.Subject{user("mallory")}
-	require.NoError(t, k8sClient.Update(ctx, rb))
+	rb = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: other}}
+	update(t, rb, func() {
+		rb.Labels = map[string]string{"kept": "yes"}
+		rb.Subjects = []rbacv1.Subject{user("mallory")}
+	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		got := get(c, name, other, &rbacv1.RoleBinding{})
 		assert.Equal(c, si.Name, got.Labels[oriav1alpha1.LabelScopeInstance])
@@ -384,9 +386,9 @@ func TestTemplateEditsReachInstances(t *testing.T) {
 	}
 
 	// Subjects: bob replaces alice in both namespaces.
-	tmpl = get(t, tmpl.Name, "", &oriav1alpha1.ScopeTemplate{})
-	tmpl.Spec.BindingTemplate.Subjects = []rbacv1.Subject{user("bob")}
-	require.NoError(t, k8sClient.Update(ctx, tmpl))
+	update(t, tmpl, func() {
+		tmpl.Spec.BindingTemplate.Subjects = []rbacv1.Subject{user("bob")}
+	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		for _, ns := range []string{ns1, ns2} {
 			assert.True(c, allowed(c, "bob", "list", ns), "bob in %s", ns)
@@ -395,9 +397,9 @@ func TestTemplateEditsReachInstances(t *testing.T) {
 	}, timeout, interval)
 
 	// Rules: the inline role gains delete.
-	tmpl = get(t, tmpl.Name, "", &oriav1alpha1.ScopeTemplate{})
-	tmpl.Spec.ClusterRoles[1].Rules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "delete"}}}
-	require.NoError(t, k8sClient.Update(ctx, tmpl))
+	update(t, tmpl, func() {
+		tmpl.Spec.ClusterRoles[1].Rules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "delete"}}}
+	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.True(c, allowed(c, "bob", "delete", ns1))
 		assert.True(c, allowed(c, "bob", "delete", ns2))
@@ -405,9 +407,9 @@ func TestTemplateEditsReachInstances(t *testing.T) {
 
 	// Roles: view becomes edit, a different roleRef: the view bindings are
 	// replaced by edit bindings.
-	tmpl = get(t, tmpl.Name, "", &oriav1alpha1.ScopeTemplate{})
-	tmpl.Spec.ClusterRoles[0].Name = "edit"
-	require.NoError(t, k8sClient.Update(ctx, tmpl))
+	update(t, tmpl, func() {
+		tmpl.Spec.ClusterRoles[0].Name = "edit"
+	})
 	eventuallyBoundIn(t, si1.Name, "edit", ns1)
 	eventuallyBoundIn(t, si2.Name, "edit", ns2)
 	eventuallyBoundIn(t, si1.Name, "view", []string{}...)
@@ -415,9 +417,9 @@ func TestTemplateEditsReachInstances(t *testing.T) {
 	eventuallyBoundIn(t, si1.Name, inline, ns1)
 
 	// Removing a role removes exactly its bindings (and the inline role).
-	tmpl = get(t, tmpl.Name, "", &oriav1alpha1.ScopeTemplate{})
-	tmpl.Spec.ClusterRoles = tmpl.Spec.ClusterRoles[:1]
-	require.NoError(t, k8sClient.Update(ctx, tmpl))
+	update(t, tmpl, func() {
+		tmpl.Spec.ClusterRoles = tmpl.Spec.ClusterRoles[:1]
+	})
 	eventuallyBoundIn(t, si1.Name, inline, []string{}...)
 	eventuallyBoundIn(t, si1.Name, "edit", ns1)
 	require.Eventually(t, func() bool { return notFound(t, inline, "", &rbacv1.ClusterRole{}) }, timeout, interval)

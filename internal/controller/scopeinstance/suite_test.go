@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -224,4 +225,17 @@ func eventReasons(t require.TestingT, name string) []string {
 		}
 	}
 	return out
+}
+
+// update reads obj (by its name and namespace), applies change and writes
+// it back, again if a controller wrote the object in between.
+func update[T client.Object](t *testing.T, obj T, change func()) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return k8sClient.Update(context.Background(), obj)
+	}))
 }

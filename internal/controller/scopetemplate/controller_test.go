@@ -79,9 +79,9 @@ func TestInlineRolesExistOnlyWhileUsed(t *testing.T) {
 	get(t, generated, &rbacv1.ClusterRole{})
 
 	// An instance switching to another template no longer uses this one.
-	si2 = get(t, si2.Name, &oriav1alpha1.ScopeInstance{})
-	si2.Spec.ScopeTemplateName = testutil.UniqueName("elsewhere")
-	require.NoError(t, k8sClient.Update(ctx, si2))
+	update(t, si2, func() {
+		si2.Spec.ScopeTemplateName = testutil.UniqueName("elsewhere")
+	})
 	require.Eventually(t, func() bool {
 		return notFound(t, generated, &rbacv1.ClusterRole{}) && notFound(t, named, &rbacv1.ClusterRole{})
 	}, timeout, interval)
@@ -108,19 +108,20 @@ func TestRoleDriftIsRepaired(t *testing.T) {
 		assert.NotEqual(c, orig.UID, get(c, role, &rbacv1.ClusterRole{}).UID)
 	}, timeout, interval)
 
-	cr := get(t, role, &rbacv1.ClusterRole{})
-	cr.Rules = append(cr.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
-	require.NoError(t, k8sClient.Update(ctx, cr))
+	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}}
+	update(t, cr, func() {
+		cr.Rules = append(cr.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
+	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, podRules, get(c, role, &rbacv1.ClusterRole{}).Rules)
 	}, timeout, interval)
 
 	// oria's labels removed: the role leaves oria's cache; the
 	// ownerReference still says it is oria's, so it is restored.
-	cr = get(t, role, &rbacv1.ClusterRole{})
-	cr.Labels = nil
-	cr.Rules = []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
-	require.NoError(t, k8sClient.Update(ctx, cr))
+	update(t, cr, func() {
+		cr.Labels = nil
+		cr.Rules = []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
+	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		got := get(c, role, &rbacv1.ClusterRole{})
 		assert.Equal(c, podRules, got.Rules)
@@ -187,16 +188,16 @@ func TestTemplateEditsAndDelete(t *testing.T) {
 	require.Eventually(t, func() bool { return !notFound(t, first, &rbacv1.ClusterRole{}) }, timeout, interval)
 
 	newRules := []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}}}
-	tmpl = get(t, tmpl.Name, &oriav1alpha1.ScopeTemplate{})
-	tmpl.Spec.ClusterRoles[0].Rules = newRules
-	require.NoError(t, k8sClient.Update(ctx, tmpl))
+	update(t, tmpl, func() {
+		tmpl.Spec.ClusterRoles[0].Rules = newRules
+	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, newRules, get(c, first, &rbacv1.ClusterRole{}).Rules)
 	}, timeout, interval)
 
-	tmpl = get(t, tmpl.Name, &oriav1alpha1.ScopeTemplate{})
-	tmpl.Spec.ClusterRoles[0].Name = second
-	require.NoError(t, k8sClient.Update(ctx, tmpl))
+	update(t, tmpl, func() {
+		tmpl.Spec.ClusterRoles[0].Name = second
+	})
 	require.Eventually(t, func() bool {
 		return notFound(t, first, &rbacv1.ClusterRole{}) && !notFound(t, second, &rbacv1.ClusterRole{})
 	}, timeout, interval)
@@ -211,25 +212,24 @@ func TestTemplateEditsAndDelete(t *testing.T) {
 // change nothing.
 func TestInvalidTemplate(t *testing.T) {
 	testutil.NeedCluster(t, cluster)
-	ctx := context.Background()
 	role := testutil.UniqueName("role")
 	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: role, Rules: podRules}}, user("alice"))
 	create(t, tmpl)
 	create(t, newInstance(testutil.UniqueName("si"), tmpl.Name))
 	require.Eventually(t, func() bool { return !notFound(t, role, &rbacv1.ClusterRole{}) }, timeout, interval)
 
-	tmpl = get(t, tmpl.Name, &oriav1alpha1.ScopeTemplate{})
-	tmpl.Spec.ClusterRoles = append(tmpl.Spec.ClusterRoles, oriav1alpha1.ClusterRoleTemplate{Name: role})
-	tmpl.Spec.ClusterRoles[0].Rules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete"}}}
-	require.NoError(t, k8sClient.Update(ctx, tmpl))
+	update(t, tmpl, func() {
+		tmpl.Spec.ClusterRoles = append(tmpl.Spec.ClusterRoles, oriav1alpha1.ClusterRoleTemplate{Name: role})
+		tmpl.Spec.ClusterRoles[0].Rules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"delete"}}}
+	})
 	eventuallyReady(t, tmpl.Name, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidSpec)
 	assert.Contains(t, readyMessage(t, tmpl.Name), "is also spec.clusterRoles[0]")
 	assert.Equal(t, podRules, get(t, role, &rbacv1.ClusterRole{}).Rules, "an invalid template changes nothing")
 
-	tmpl = get(t, tmpl.Name, &oriav1alpha1.ScopeTemplate{})
-	tmpl.Spec.ClusterRoles = tmpl.Spec.ClusterRoles[:1]
-	tmpl.Spec.BindingTemplate.Subjects = []rbacv1.Subject{{Kind: "Robot", Name: "r2"}}
-	require.NoError(t, k8sClient.Update(ctx, tmpl))
+	update(t, tmpl, func() {
+		tmpl.Spec.ClusterRoles = tmpl.Spec.ClusterRoles[:1]
+		tmpl.Spec.BindingTemplate.Subjects = []rbacv1.Subject{{Kind: "Robot", Name: "r2"}}
+	})
 	eventuallyReady(t, tmpl.Name, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidSubject)
 	assert.Contains(t, readyMessage(t, tmpl.Name), `kind "Robot"`)
 }
