@@ -332,13 +332,25 @@ func (r *Reconciler) syncSlot(ctx context.Context, ce *ocv1.ClusterExtension, ex
 	return nil
 }
 
-// applyRole applies desired; cur is the role as it is now (nil: absent).
-// Nothing is written when cur already matches.
+// applyRole creates desired when cur is nil (the role is absent), and
+// otherwise applies it when cur differs from it.
 func (r *Reconciler) applyRole(ctx context.Context, ce *ocv1.ClusterExtension, desired *rbacv1ac.ClusterRoleApplyConfiguration, cur *rbacv1.ClusterRole) error {
-	if cur != nil && upToDate(desired, cur) {
+	name := *desired.Name
+	if cur == nil {
+		// Create, not apply: apply is an upsert, and a role someone else
+		// (operator-controller installing a bundle role, say) creates
+		// between oria's read and its write must fail the write rather
+		// than be taken over. The next reconcile sees what it is.
+		obj := clusterRoleFrom(desired)
+		if err := r.Client.Create(ctx, obj, client.FieldOwner(oriav1alpha1.FieldOwner)); err != nil {
+			return fmt.Errorf("creating ClusterRole %q: %w", name, err)
+		}
+		r.Recorder.Eventf(ce, obj, corev1.EventTypeNormal, EventRoleCreated, "Create", "Created ClusterRole %q", name)
 		return nil
 	}
-	name := *desired.Name
+	if upToDate(desired, cur) {
+		return nil
+	}
 	want := maps.Clone(desired.Labels)
 	// The response is decoded into desired.
 	if err := r.Client.Apply(ctx, desired, client.FieldOwner(oriav1alpha1.FieldOwner), client.ForceOwnership); err != nil {
@@ -360,12 +372,8 @@ func (r *Reconciler) applyRole(ctx context.Context, ce *ocv1.ClusterExtension, d
 			return err
 		}
 	}
-	obj := roleRef(name, ptr.Deref(desired.UID, ""))
-	if cur == nil {
-		r.Recorder.Eventf(ce, obj, corev1.EventTypeNormal, EventRoleCreated, "Create", "Created ClusterRole %q", name)
-	} else {
-		r.Recorder.Eventf(ce, obj, corev1.EventTypeNormal, EventRoleUpdated, "Update", "Updated ClusterRole %q to its generated state", name)
-	}
+	r.Recorder.Eventf(ce, roleRef(name, ptr.Deref(desired.UID, "")), corev1.EventTypeNormal, EventRoleUpdated, "Update",
+		"Updated ClusterRole %q to its generated state", name)
 	return nil
 }
 

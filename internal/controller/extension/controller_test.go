@@ -13,9 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -39,8 +43,7 @@ func TestModes(t *testing.T) {
 	ce := installed(t, legacy, crds...)
 
 	roles := waitRoles(t, ce, legacy, crds)
-	cond := waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy)
-	assert.Contains(t, cond.Message, "aggregated")
+	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy, "2 API(s)", "aggregated")
 	assertQuiet(t, e, ce.Name)
 	first := uids(roles)
 
@@ -52,9 +55,7 @@ func TestModes(t *testing.T) {
 
 	setMode(t, ce.Name, string(unmanaged))
 	waitRoles(t, ce, unmanaged, nil)
-	cond = waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonUnmanaged)
-	assert.Contains(t, cond.Message, "not managed by oria")
-	assert.Contains(t, cond.Message, oriav1alpha1.AnnotationRBACMode)
+	waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonUnmanaged, "not managed by oria", oriav1alpha1.AnnotationRBACMode)
 	assertQuiet(t, e, ce.Name)
 
 	setMode(t, ce.Name, string(legacy))
@@ -90,7 +91,7 @@ func TestUpgradeAddsAndRemovesCRDs(t *testing.T) {
 	foos, bars := "foos."+g, "bars."+g
 	ce := installed(t, fineGrained, foos)
 	waitRoles(t, ce, fineGrained, []string{foos})
-	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonFineGrained)
+	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonFineGrained, "1 API(s)")
 
 	addCRD(t, ce.Name, bars)
 	roles := waitRoles(t, ce, fineGrained, []string{foos, bars})
@@ -112,8 +113,7 @@ func TestUpgradeAddsAndRemovesCRDs(t *testing.T) {
 	// The last API goes: nothing left, still True (nothing to do).
 	deleteCRD(t, bars)
 	waitRoles(t, ce, fineGrained, nil)
-	cond := waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonFineGrained)
-	assert.Contains(t, cond.Message, "no APIs")
+	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonFineGrained, "no APIs")
 }
 
 // TestExtensionDeleted: deleting the extension removes its roles (no garbage
@@ -235,10 +235,8 @@ func TestConflict(t *testing.T) {
 
 	ce := installed(t, legacy, crd)
 	waitRoles(t, ce, legacy, []string{crd}, foreignName, otherName)
-	cond := waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonConflict)
-	assert.Contains(t, cond.Message, `ClusterRole "`+foreignName+`" exists and was not created by oria`)
-	assert.Contains(t, cond.Message, `ClusterRole "`+otherName+`"`)
-	assert.Contains(t, cond.Message, otherExt.Name)
+	waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonConflict,
+		`ClusterRole "`+foreignName+`" exists and was not created by oria`, `ClusterRole "`+otherName+`"`, otherExt.Name)
 	assert.Equal(t, foreign.ResourceVersion, getRole(t, foreignName).ResourceVersion, "conflicting role modified")
 	assert.Equal(t, other.ResourceVersion, getRole(t, otherName).ResourceVersion, "other extension's role modified")
 	waitEvents(t, ce, extension.EventConflict)
@@ -317,10 +315,7 @@ func TestBundleProvidedRoles(t *testing.T) {
 
 	// FineGrained: used as they are, not touched at all.
 	waitRoles(t, ce, fineGrained, []string{crd}, adminName, viewName)
-	cond := waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonFineGrained)
-	assert.Contains(t, cond.Message, adminName)
-	assert.Contains(t, cond.Message, viewName)
-	assert.Contains(t, cond.Message, "bundle")
+	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonFineGrained, "bundle", adminName, viewName)
 	assertQuiet(t, e, ce.Name)
 	assert.Equal(t, adminBefore.ResourceVersion, getRole(t, adminName).ResourceVersion)
 	assert.Equal(t, viewBefore.ResourceVersion, getRole(t, viewName).ResourceVersion)
@@ -376,8 +371,7 @@ func TestBundleProvidedRoles(t *testing.T) {
 	bundleRole(t, other.Name, extension.RoleName(crd2, extension.RoleEdit), nil)
 	addCRD(t, ce.Name, crd2)
 	setMode(t, ce.Name, string(legacy))
-	cond = waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonConflict)
-	assert.Contains(t, cond.Message, extension.RoleName(crd2, extension.RoleEdit))
+	waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonConflict, extension.RoleName(crd2, extension.RoleEdit))
 }
 
 // TestInvalidMode: an unknown mode is reported and changes nothing.
@@ -386,12 +380,10 @@ func TestInvalidMode(t *testing.T) {
 	crd := "foos." + group()
 	ce := installed(t, legacy, crd)
 	before := waitRoles(t, ce, legacy, []string{crd})
-	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy)
+	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy, "1 API(s)")
 
 	setMode(t, ce.Name, "legacy") // modes are case-sensitive
-	cond := waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidMode)
-	assert.Contains(t, cond.Message, `"legacy"`)
-	assert.Contains(t, cond.Message, "Legacy, FineGrained, Unmanaged")
+	waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidMode, `"legacy"`, "Legacy, FineGrained, Unmanaged")
 	waitEvents(t, ce, extension.EventInvalidMode)
 	assertQuiet(t, e, ce.Name)
 	after := liveRoles(t, ce.Name)
@@ -413,14 +405,13 @@ func TestDefaultMode(t *testing.T) {
 	e := startManager(t, extension.Options{DefaultMode: legacy})
 	ce := installed(t, "", crd)
 	waitRoles(t, ce, legacy, []string{crd})
-	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy)
+	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy, "1 API(s)")
 	assertQuiet(t, e, ce.Name)
 	e.stop()
 
 	e = startManager(t, extension.Options{DefaultMode: unmanaged})
 	waitRoles(t, ce, unmanaged, nil)
-	cond := waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonUnmanaged)
-	assert.Contains(t, cond.Message, "default")
+	waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonUnmanaged, "default")
 	assertQuiet(t, e, ce.Name)
 
 	// The annotation wins over the default.
@@ -439,7 +430,7 @@ func TestLongNames(t *testing.T) {
 	require.Greater(t, len(crd+"-admin"), 253)
 	ce := installed(t, legacy, crd)
 	waitRoles(t, ce, legacy, []string{crd})
-	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy)
+	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy, "1 API(s)")
 	assertQuiet(t, e, ce.Name)
 	setMode(t, ce.Name, string(unmanaged))
 	waitRoles(t, ce, unmanaged, nil)
@@ -478,7 +469,7 @@ func TestConditionCoexistence(t *testing.T) {
 
 	// Then oria.
 	startManager(t, extension.Options{DefaultMode: unmanaged})
-	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy)
+	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy, "1 API(s)")
 	assert.Equal(t, map[string]string{ocv1.TypeInstalled: ocv1.ReasonSucceeded, ocv1.TypeProgressing: ocv1.ReasonSucceeded,
 		oriav1alpha1.TypeRBACManaged: oriav1alpha1.ReasonLegacy}, conditionTypes(t, ce.Name))
 
@@ -536,4 +527,73 @@ func waitEvents(t *testing.T, ce *ocv1.ClusterExtension, reasons ...string) {
 			assert.True(c, slices.Contains(got, r), "no %s event; got %v", r, got)
 		}
 	}, timeout, interval)
+}
+
+// staleReader answers NotFound for every ClusterRole, like a read that
+// happened just before someone created the role.
+type staleReader struct{ client.Reader }
+
+func (r staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*rbacv1.ClusterRole); ok {
+		return apierrors.NewNotFound(rbacv1.Resource("clusterroles"), key.Name)
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestCreateNeverTakesOver: a role that appears between oria's read and its
+// write (a bundle role being installed, say) makes the write fail; it is not
+// taken over, and the next reconcile classifies it correctly.
+func TestCreateNeverTakesOver(t *testing.T) {
+	e := startManager(t, extension.Options{DefaultMode: unmanaged})
+	crd := "foos." + group()
+	ce := newExtension(t, "Bogus") // the running controller leaves it alone
+	addCRD(t, ce.Name, crd)
+	foreignName := extension.RoleName(crd, extension.RoleView)
+	foreign := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: foreignName, Labels: map[string]string{"team": "platform"}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}},
+	}
+	require.NoError(t, k8sClient.Create(context.Background(), foreign))
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), foreign) })
+	waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidMode)
+
+	ceNow := getCE(t, ce.Name)
+	ceNow.Annotations[oriav1alpha1.AnnotationRBACMode] = string(legacy)
+	r := &extension.Reconciler{
+		// A client whose cache shows the extension in Legacy mode: only
+		// this Reconciler acts on it.
+		Client:      modeOverride{Client: e.mgr.GetClient(), ce: ceNow},
+		APIReader:   staleReader{e.mgr.GetAPIReader()},
+		Recorder:    events.NewFakeRecorder(100),
+		DefaultMode: unmanaged,
+	}
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: ce.Name}})
+	require.Error(t, err)
+	assert.True(t, apierrors.IsAlreadyExists(err), "want AlreadyExists, got %v", err)
+	got := getRole(t, foreignName)
+	assert.Equal(t, foreign.ResourceVersion, got.ResourceVersion, "foreign role modified")
+	assert.Equal(t, map[string]string{"team": "platform"}, got.Labels)
+}
+
+// modeOverride returns ce for Gets of that ClusterExtension and does not
+// write status (so the running controller's view stays as it is).
+type modeOverride struct {
+	client.Client
+	ce *ocv1.ClusterExtension
+}
+
+func (m modeOverride) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if ce, ok := obj.(*ocv1.ClusterExtension); ok && key.Name == m.ce.Name {
+		m.ce.DeepCopyInto(ce)
+		return nil
+	}
+	return m.Client.Get(ctx, key, obj, opts...)
+}
+
+func (m modeOverride) Status() client.SubResourceWriter { return noStatus{} }
+
+type noStatus struct{ client.SubResourceWriter }
+
+func (noStatus) Apply(context.Context, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+	return nil
 }

@@ -1,12 +1,14 @@
 package extension
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -182,6 +184,30 @@ func policyRuleAC(r rbacv1.PolicyRule) *rbacv1ac.PolicyRuleApplyConfiguration {
 		ac.WithResourceNames(r.ResourceNames...)
 	}
 	return ac
+}
+
+// clusterRoleFrom returns the ClusterRole ac describes, for creating it.
+func clusterRoleFrom(ac *rbacv1ac.ClusterRoleApplyConfiguration) *rbacv1.ClusterRole {
+	cr := &rbacv1.ClusterRole{
+		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        ptr.Deref(ac.Name, ""),
+			Labels:      maps.Clone(ac.Labels),
+			Annotations: maps.Clone(ac.Annotations),
+		},
+		Rules: policyRules(ac.Rules),
+	}
+	for _, o := range ac.OwnerReferences {
+		cr.OwnerReferences = append(cr.OwnerReferences, metav1.OwnerReference{
+			APIVersion:         ptr.Deref(o.APIVersion, ""),
+			Kind:               ptr.Deref(o.Kind, ""),
+			Name:               ptr.Deref(o.Name, ""),
+			UID:                ptr.Deref(o.UID, ""),
+			Controller:         o.Controller,
+			BlockOwnerDeletion: o.BlockOwnerDeletion,
+		})
+	}
+	return cr
 }
 
 // policyRules converts apply-configuration rules back to API rules, for

@@ -380,3 +380,20 @@ func TestBundleRoleUpToDate(t *testing.T) {
 		})
 	}
 }
+
+// The object created for a role is exactly the desired state (no write
+// follows a create).
+func TestClusterRoleFromIsUpToDate(t *testing.T) {
+	ext := Extension{Name: "argocd", UID: "uid-1"}
+	for _, mode := range []oriav1alpha1.RBACMode{oriav1alpha1.RBACModeLegacy, oriav1alpha1.RBACModeFineGrained} {
+		for _, ac := range DesiredRoles(ext, []string{"foos.example.com", "widgets"}, mode) {
+			cr := clusterRoleFrom(ac)
+			if !upToDate(ac, cr) {
+				t.Errorf("%s/%s: created object is not up to date: %+v", mode, *ac.Name, cr)
+			}
+			if diff := cmp.Diff(essence([]*rbacv1ac.ClusterRoleApplyConfiguration{ac})[0].Rules, cr.Rules); diff != "" {
+				t.Errorf("%s: rules (-want +got):\n%s", *ac.Name, diff)
+			}
+		}
+	}
+}

@@ -165,8 +165,8 @@ func getCE(t require.TestingT, name string) *ocv1.ClusterExtension {
 }
 
 // waitCondition waits until the extension's RBACManaged condition has status
-// and reason, and returns it.
-func waitCondition(t *testing.T, name string, status metav1.ConditionStatus, reason string) metav1.Condition {
+// and reason (and a message containing each of msg), and returns it.
+func waitCondition(t *testing.T, name string, status metav1.ConditionStatus, reason string, msg ...string) metav1.Condition {
 	t.Helper()
 	var cond metav1.Condition
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -175,6 +175,9 @@ func waitCondition(t *testing.T, name string, status metav1.ConditionStatus, rea
 		require.NotNil(c, got, "no RBACManaged condition")
 		require.Equal(c, reason, got.Reason, got.Message)
 		require.Equal(c, status, got.Status, got.Message)
+		for _, m := range msg {
+			require.Contains(c, got.Message, m)
+		}
 		require.Equal(c, ce.Generation, got.ObservedGeneration)
 		cond = *got
 	}, timeout, interval)
