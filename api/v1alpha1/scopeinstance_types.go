@@ -68,9 +68,11 @@ type ScopeInstanceStatus struct {
 	Scope string `json:"scope,omitempty"`
 
 	// boundNamespaces are the namespaces in which every RoleBinding exists,
-	// sorted.
+	// sorted. The list is atomic (written whole by oria alone): a set of
+	// thousands of namespaces would make every status write track each
+	// entry in managedFields.
 	// +optional
-	// +listType=set
+	// +listType=atomic
 	BoundNamespaces []string `json:"boundNamespaces,omitempty"`
 
 	// boundNamespaceCount is the length of boundNamespaces.

@@ -37,7 +37,9 @@ type ScopeInstanceStatusApplyConfiguration struct {
 	// when it is bound in namespaces.
 	Scope *string `json:"scope,omitempty"`
 	// boundNamespaces are the namespaces in which every RoleBinding exists,
-	// sorted.
+	// sorted. The list is atomic (written whole by oria alone): a set of
+	// thousands of namespaces would make every status write track each
+	// entry in managedFields.
 	BoundNamespaces []string `json:"boundNamespaces,omitempty"`
 	// boundNamespaceCount is the length of boundNamespaces.
 	BoundNamespaceCount *int32 `json:"boundNamespaceCount,omitempty"`
