@@ -346,8 +346,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, si *oriav1alpha1.Scope
 			fmt.Sprintf("namespace(s) %s do not exist; they are bound as soon as they are created (bound in %d other namespace(s))",
 				binding.Enumerate(p.targets.Missing, 10), len(si.Status.BoundNamespaces)))
 	case len(p.pending) > 0:
-		setReadyCondition(si, metav1.ConditionFalse, oriav1alpha1.ReasonProgressing,
-			fmt.Sprintf("waiting for the ScopeTemplate controller to create ClusterRole(s) %s", binding.Enumerate(p.pending, 10)))
+		msg := fmt.Sprintf("waiting for the ScopeTemplate controller to create ClusterRole(s) %s", binding.Enumerate(p.pending, 10))
+		// If the template says why it cannot, say it here too.
+		if c := meta.FindStatusCondition(p.template.Status.Conditions, oriav1alpha1.TypeReady); c != nil && c.Status != metav1.ConditionTrue {
+			msg += fmt.Sprintf(" (ScopeTemplate %q: %s: %s)", p.template.Name, c.Reason, c.Message)
+		}
+		setReadyCondition(si, metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, msg)
 	case p.targets.Cluster:
 		setReadyCondition(si, metav1.ConditionTrue, oriav1alpha1.ReasonBound,
 			fmt.Sprintf("%d ClusterRole(s) bound cluster-wide", len(p.roles)))
@@ -578,7 +582,7 @@ func (r *Reconciler) recordEvents(si *oriav1alpha1.ScopeInstance, rbs, crbs, del
 		crb    []binding.Outcome
 	}{
 		{binding.Created, EventBindingsCreated, "Create", "created", rbs, crbs},
-		{binding.Updated, EventBindingsUpdated, "Update", "repaired", rbs, crbs},
+		{binding.Updated, EventBindingsUpdated, "Update", "updated", rbs, crbs},
 		{binding.Replaced, EventBindingsReplaced, "Replace", "replaced (roleRef changed)", rbs, crbs},
 		{binding.Deleted, EventBindingsDeleted, "Delete", "deleted", delRBs, delCRBs},
 	} {

@@ -426,34 +426,52 @@ func TestTemplateEditsReachInstances(t *testing.T) {
 }
 
 // TestRoleRefChangeReplacesBinding: a binding of oria's whose roleRef
-// differs (roleRef is immutable) is deleted and created again.
+// differs (roleRef is immutable) is deleted and created again; one without
+// the instance's ownerReference (say, left by a deleted instance of the same
+// name) is adopted in place.
 func TestRoleRefChangeReplacesBinding(t *testing.T) {
 	testutil.NeedCluster(t, cluster)
-	ctx := context.Background()
 	ns := namespace(t, "rr", nil)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}, {Name: "edit"}}, user("alice"))
 	create(t, tmpl)
-	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{ns}, nil)
-	create(t, si)
-	eventuallyBoundIn(t, si.Name, "view", ns)
-	name := binding.BindingName(si.Name, "view")
+	siName := testutil.UniqueName("si")
 
-	// Someone recreates oria's binding (same name, oria's labels and owner)
-	// with another roleRef.
-	orig := get(t, name, ns, &rbacv1.RoleBinding{})
-	require.NoError(t, k8sClient.Delete(ctx, orig))
-	tampered := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: orig.Labels, OwnerReferences: orig.OwnerReferences},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
-		Subjects:   orig.Subjects,
+	// Bindings with the instance's labels, made before it exists: one with
+	// another roleRef, one right but without owner.
+	labels := map[string]string{
+		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelScopeInstance: siName,
+		oriav1alpha1.LabelScopeTemplate: tmpl.Name,
 	}
-	if err := k8sClient.Create(ctx, tampered); err != nil {
-		// oria may have recreated it first; then there is nothing to test
-		// about this race, but the invariant below must hold anyway.
-		t.Logf("creating the tampered binding: %v", err)
+	wrongRef := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: binding.BindingName(siName, "view"), Namespace: ns, Labels: labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+		Subjects:   []rbacv1.Subject{user("alice")},
+	}
+	orphan := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: binding.BindingName(siName, "edit"), Namespace: ns, Labels: labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{user("alice")},
+	}
+	create(t, wrongRef)
+	create(t, orphan)
+
+	si := newInstance(siName, tmpl.Name, []string{ns}, nil)
+	create(t, si)
+	eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
+	si = get(t, si.Name, "", &oriav1alpha1.ScopeInstance{})
+
+	replaced := get(t, wrongRef.Name, ns, &rbacv1.RoleBinding{})
+	assert.Equal(t, "view", replaced.RoleRef.Name)
+	assert.NotEqual(t, wrongRef.UID, replaced.UID, "replaced, not updated")
+	adopted := get(t, orphan.Name, ns, &rbacv1.RoleBinding{})
+	assert.Equal(t, orphan.UID, adopted.UID, "adopted in place")
+	for _, rb := range []*rbacv1.RoleBinding{replaced, adopted} {
+		require.Len(t, rb.OwnerReferences, 1)
+		assert.Equal(t, si.UID, rb.OwnerReferences[0].UID)
 	}
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Equal(c, "view", get(c, name, ns, &rbacv1.RoleBinding{}).RoleRef.Name)
+		assert.Contains(c, eventReasons(c, si.Name), scopeinstance.EventBindingsReplaced)
 	}, timeout, interval)
 }
 

@@ -312,7 +312,7 @@ func (r *Reconciler) recordEvents(t *oriav1alpha1.ScopeTemplate, ensured, delete
 		past   string
 	}{
 		{binding.Created, EventClusterRolesCreated, "Create", "created"},
-		{binding.Updated, EventClusterRolesUpdated, "Update", "repaired"},
+		{binding.Updated, EventClusterRolesUpdated, "Update", "updated"},
 		{binding.Deleted, EventClusterRolesDeleted, "Delete", "deleted"},
 	} {
 		if names := byAction[e.action]; len(names) > 0 {
