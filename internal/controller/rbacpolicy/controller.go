@@ -11,11 +11,13 @@
 package rbacpolicy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +39,11 @@ import (
 	"github.com/operator-framework/oria/internal/manager"
 )
 
+// DefaultConflictRecheckInterval is how often a policy in conflict looks
+// again: the conflicting object is not the policy's, so no event tells the
+// policy when it goes away.
+const DefaultConflictRecheckInterval = 30 * time.Second
+
 // extensionNameIndex indexes RBACPolicies by spec.extensionName, to find the
 // policies of an extension when it or its CRDs change.
 const extensionNameIndex = "spec.extensionName"
@@ -48,6 +55,9 @@ type Options struct {
 	DefaultMode oriav1alpha1.RBACMode
 	// MaxConcurrentReconciles is the number of workers.
 	MaxConcurrentReconciles int
+	// ConflictRecheckInterval: see DefaultConflictRecheckInterval; zero
+	// means the default.
+	ConflictRecheckInterval time.Duration
 }
 
 // Reconciler reconciles RBACPolicies.
@@ -58,6 +68,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// DefaultMode: see Options.
 	DefaultMode oriav1alpha1.RBACMode
+	// ConflictRecheckInterval: see Options.
+	ConflictRecheckInterval time.Duration
 }
 
 // SetupWithManager registers the controller and its index with mgr.
@@ -66,6 +78,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Client:      mgr.GetClient(),
 		Recorder:    mgr.GetEventRecorder("oria-rbacpolicy"),
 		DefaultMode: opts.DefaultMode,
+
+		ConflictRecheckInterval: cmp.Or(opts.ConflictRecheckInterval, DefaultConflictRecheckInterval),
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &oriav1alpha1.RBACPolicy{}, extensionNameIndex,
 		func(o client.Object) []string { return []string{o.(*oriav1alpha1.RBACPolicy).Spec.ExtensionName} }); err != nil {
@@ -131,11 +145,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ ct
 			retErr = errors.Join(retErr, err)
 		}
 	}()
-	err := r.reconcileNormal(ctx, policy)
-	if err != nil {
+	if err := r.reconcileNormal(ctx, policy); err != nil {
 		setReadyCondition(policy, metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, err
+	if c := meta.FindStatusCondition(policy.Status.Conditions, oriav1alpha1.TypeReady); c != nil && c.Reason == oriav1alpha1.ReasonConflict {
+		return ctrl.Result{RequeueAfter: cmp.Or(r.ConflictRecheckInterval, DefaultConflictRecheckInterval)}, nil
+	}
+	return ctrl.Result{}, nil
 }
 
 // reconcileDelete removes the objects compiled from a deleted policy. The

@@ -54,7 +54,8 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			return nil, err
 		}
-		if err := rbacpolicy.SetupWithManager(mgr, rbacpolicy.Options{DefaultMode: oriav1alpha1.RBACModeUnmanaged, MaxConcurrentReconciles: 2}); err != nil {
+		if err := rbacpolicy.SetupWithManager(mgr, rbacpolicy.Options{
+			DefaultMode: oriav1alpha1.RBACModeUnmanaged, MaxConcurrentReconciles: 2, ConflictRecheckInterval: time.Second}); err != nil {
 			return nil, err
 		}
 		mgrClient = mgr.GetClient()
@@ -75,9 +76,11 @@ func TestMain(m *testing.M) {
 }
 
 // installed creates a ClusterExtension in mode with CRDs for the given
-// plurals in group, as operator-controller leaves them.
-func installed(t *testing.T, mode oriav1alpha1.RBACMode, group string, plurals ...string) *ocv1.ClusterExtension {
+// plurals in a group of its own (prefix plus a random part, so that tests and
+// repeated runs never share a CRD), as operator-controller leaves them.
+func installed(t *testing.T, mode oriav1alpha1.RBACMode, prefix string, plurals ...string) (*ocv1.ClusterExtension, string) {
 	t.Helper()
+	group := testutil.UniqueName(prefix) + ".example.com"
 	ctx := context.Background()
 	ext := testutil.ClusterExtension(testutil.UniqueName("ext"), mode)
 	require.NoError(t, k8sClient.Create(ctx, ext))
@@ -85,7 +88,7 @@ func installed(t *testing.T, mode oriav1alpha1.RBACMode, group string, plurals .
 	for _, p := range plurals {
 		addCRD(t, ext.Name, group, p)
 	}
-	return ext
+	return ext, group
 }
 
 func addCRD(t *testing.T, ext, group, plural string) {
@@ -179,12 +182,12 @@ func markInstance(t *testing.T, policy string, status metav1.ConditionStatus, re
 }
 
 func TestCompilesAndMirrorsInstance(t *testing.T) {
-	ext := installed(t, oriav1alpha1.RBACModeFineGrained, "mirror.example.com", "widgets")
+	ext, group := installed(t, oriav1alpha1.RBACModeFineGrained, "mirror", "widgets")
 	p := newPolicy(t, ext.Name, oriav1alpha1.AccessEdit)
 
 	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
 	st := getTemplate(t, p.Name)
-	assert.Equal(t, []string{"widgets.mirror.example.com-edit", "widgets.mirror.example.com-view", "widgets.mirror.example.com-view-crdview"}, templateRoles(st))
+	assert.Equal(t, []string{"widgets." + group + "-edit", "widgets." + group + "-view", "widgets." + group + "-view-crdview"}, templateRoles(st))
 	assert.Equal(t, []rbacv1.Subject{{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "developers"}}, st.Spec.BindingTemplate.Subjects)
 	si := &oriav1alpha1.ScopeInstance{}
 	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Name: rbacpolicy.ObjectName(p.Name)}, si))
@@ -200,7 +203,7 @@ func TestCompilesAndMirrorsInstance(t *testing.T) {
 	got = waitReady(t, p.Name, oriav1alpha1.ReasonBound)
 	assert.Equal(t, []string{"team-a"}, got.Status.BoundNamespaces)
 	assert.Equal(t, int32(1), got.Status.BoundNamespaceCount)
-	assert.Equal(t, []string{"widgets.mirror.example.com"}, got.Status.APIs)
+	assert.Equal(t, []string{"widgets." + group}, got.Status.APIs)
 	assert.Equal(t, oriav1alpha1.ScopeNamespaces, got.Status.Scope)
 	assert.Equal(t, st.Name, got.Status.ScopeTemplateName)
 
@@ -220,7 +223,7 @@ func TestCompilesAndMirrorsInstance(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		st := &oriav1alpha1.ScopeTemplate{}
 		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: rbacpolicy.ObjectName(p.Name)}, st))
-		assert.Equal(c, []string{"widgets.mirror.example.com-view", "widgets.mirror.example.com-view-crdview"}, templateRoles(st))
+		assert.Equal(c, []string{"widgets." + group + "-view", "widgets." + group + "-view-crdview"}, templateRoles(st))
 	}, timeout, interval)
 
 	// Deleting the policy revokes at once: the compiled objects are
@@ -240,7 +243,7 @@ func TestExtensionNotFoundThenInstalled(t *testing.T) {
 	require.NoError(t, k8sClient.Create(context.Background(), ext))
 	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ext) })
 	waitReady(t, p.Name, oriav1alpha1.ReasonAPINotFound)
-	addCRD(t, name, "later.example.com", "gadgets")
+	addCRD(t, name, testutil.UniqueName("later")+".example.com", "gadgets")
 	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
 	getTemplate(t, p.Name)
 
@@ -252,7 +255,7 @@ func TestExtensionNotFoundThenInstalled(t *testing.T) {
 
 func TestUnmanagedExtensionRevokes(t *testing.T) {
 	// No annotation: the controller default (Unmanaged) applies.
-	ext := installed(t, "", "unmanaged.example.com", "things")
+	ext, _ := installed(t, "", "unmanaged", "things")
 	p := newPolicy(t, ext.Name, oriav1alpha1.AccessView)
 	got := waitReady(t, p.Name, oriav1alpha1.ReasonExtensionUnmanaged)
 	assert.Contains(t, readyMessage(got), "Unmanaged")
@@ -291,7 +294,7 @@ func setMode(t *testing.T, ext string, mode oriav1alpha1.RBACMode) {
 }
 
 func TestInvalidSubjectAndSelectorKeepGrants(t *testing.T) {
-	ext := installed(t, oriav1alpha1.RBACModeFineGrained, "invalid.example.com", "boxes")
+	ext, _ := installed(t, oriav1alpha1.RBACModeFineGrained, "invalid", "boxes")
 	p := newPolicy(t, ext.Name, oriav1alpha1.AccessView)
 	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
 	before := getTemplate(t, p.Name)
@@ -323,20 +326,20 @@ func TestInvalidSubjectAndSelectorKeepGrants(t *testing.T) {
 }
 
 func TestUpgradeAddsAndRemovesAPIs(t *testing.T) {
-	ext := installed(t, oriav1alpha1.RBACModeFineGrained, "upgrade.example.com", "alphas")
+	ext, group := installed(t, oriav1alpha1.RBACModeFineGrained, "upgrade", "alphas")
 	p := newPolicy(t, ext.Name, oriav1alpha1.AccessAdmin)
 	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
-	assert.Equal(t, []string{"alphas.upgrade.example.com-admin", "alphas.upgrade.example.com-view-crdview"}, templateRoles(getTemplate(t, p.Name)))
+	assert.Equal(t, []string{"alphas." + group + "-admin", "alphas." + group + "-view-crdview"}, templateRoles(getTemplate(t, p.Name)))
 
 	// An upgrade adds an API: the policy covers it without being edited.
-	crd := testutil.CRD("upgrade.example.com", "betas", "Beta", ext.Name)
+	crd := testutil.CRD(group, "betas", "Beta", ext.Name)
 	require.NoError(t, k8sClient.Create(context.Background(), crd))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		st := &oriav1alpha1.ScopeTemplate{}
 		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: rbacpolicy.ObjectName(p.Name)}, st))
 		assert.Equal(c, []string{
-			"alphas.upgrade.example.com-admin", "alphas.upgrade.example.com-view-crdview",
-			"betas.upgrade.example.com-admin", "betas.upgrade.example.com-view-crdview",
+			"alphas." + group + "-admin", "alphas." + group + "-view-crdview",
+			"betas." + group + "-admin", "betas." + group + "-view-crdview",
 		}, templateRoles(st))
 	}, timeout, interval)
 
@@ -345,36 +348,36 @@ func TestUpgradeAddsAndRemovesAPIs(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		st := &oriav1alpha1.ScopeTemplate{}
 		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: rbacpolicy.ObjectName(p.Name)}, st))
-		assert.Equal(c, []string{"alphas.upgrade.example.com-admin", "alphas.upgrade.example.com-view-crdview"}, templateRoles(st))
+		assert.Equal(c, []string{"alphas." + group + "-admin", "alphas." + group + "-view-crdview"}, templateRoles(st))
 	}, timeout, interval)
 	got := waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
-	assert.Equal(t, []string{"alphas.upgrade.example.com"}, got.Status.APIs)
+	assert.Equal(t, []string{"alphas." + group}, got.Status.APIs)
 }
 
 func TestNarrowedToMissingAPI(t *testing.T) {
-	ext := installed(t, oriav1alpha1.RBACModeFineGrained, "narrow.example.com", "ones")
+	ext, group := installed(t, oriav1alpha1.RBACModeFineGrained, "narrow", "ones")
 	p := newPolicy(t, ext.Name, oriav1alpha1.AccessView, func(s *oriav1alpha1.RBACPolicySpec) {
-		s.APIs = []oriav1alpha1.APIRef{{Group: "narrow.example.com", Resource: "twos"}}
+		s.APIs = []oriav1alpha1.APIRef{{Group: group, Resource: "twos"}}
 	})
 	got := waitReady(t, p.Name, oriav1alpha1.ReasonAPINotFound)
-	assert.Contains(t, readyMessage(got), "twos.narrow.example.com")
+	assert.Contains(t, readyMessage(got), "twos."+group)
 	compiledGone(t, p.Name)
 
 	// Partly available: granted for what exists, still reported.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(p), p))
-		p.Spec.APIs = append(p.Spec.APIs, oriav1alpha1.APIRef{Group: "narrow.example.com", Resource: "ones"})
+		p.Spec.APIs = append(p.Spec.APIs, oriav1alpha1.APIRef{Group: group, Resource: "ones"})
 		require.NoError(c, k8sClient.Update(context.Background(), p))
 	}, timeout, interval)
 	getTemplate(t, p.Name)
 	markInstance(t, p.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound, "bound", "team-a")
 	got = waitReady(t, p.Name, oriav1alpha1.ReasonAPINotFound)
-	assert.Contains(t, readyMessage(got), "granted for ones.narrow.example.com")
-	assert.Contains(t, readyMessage(got), "twos.narrow.example.com")
+	assert.Contains(t, readyMessage(got), "granted for ones."+group)
+	assert.Contains(t, readyMessage(got), "twos."+group)
 }
 
 func TestConflictWithForeignTemplate(t *testing.T) {
-	ext := installed(t, oriav1alpha1.RBACModeFineGrained, "conflict.example.com", "crates")
+	ext, _ := installed(t, oriav1alpha1.RBACModeFineGrained, "conflict", "crates")
 	name := testutil.UniqueName("policy")
 	foreign := &oriav1alpha1.ScopeTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: rbacpolicy.ObjectName(name)},
@@ -406,4 +409,29 @@ func TestConflictWithForeignTemplate(t *testing.T) {
 	require.Never(t, func() bool {
 		return apierrors.IsNotFound(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(foreign), after))
 	}, 2*time.Second, 100*time.Millisecond)
+}
+
+func TestConflictResolvesWhenForeignObjectGoes(t *testing.T) {
+	ext, _ := installed(t, oriav1alpha1.RBACModeFineGrained, "resolve", "crates")
+	name := testutil.UniqueName("policy")
+	foreign := &oriav1alpha1.ScopeInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: rbacpolicy.ObjectName(name)},
+		Spec:       oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: "someone-elses"},
+	}
+	require.NoError(t, k8sClient.Create(context.Background(), foreign))
+	p := &oriav1alpha1.RBACPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: ext.Name, Access: oriav1alpha1.AccessView,
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice"}}},
+	}
+	require.NoError(t, k8sClient.Create(context.Background(), p))
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), p) })
+	got := waitReady(t, name, oriav1alpha1.ReasonConflict)
+	assert.Contains(t, readyMessage(got), fmt.Sprintf("ScopeInstance %q exists", foreign.Name))
+
+	// Nothing about the policy changes, yet it recovers once the foreign
+	// object is gone.
+	require.NoError(t, k8sClient.Delete(context.Background(), foreign))
+	waitReady(t, name, oriav1alpha1.ReasonProgressing)
+	getTemplate(t, name)
 }
