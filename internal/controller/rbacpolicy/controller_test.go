@@ -350,8 +350,11 @@ func TestUpgradeAddsAndRemovesAPIs(t *testing.T) {
 		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: rbacpolicy.ObjectName(p.Name)}, st))
 		assert.Equal(c, []string{"alphas." + group + "-admin", "alphas." + group + "-view-crdview"}, templateRoles(st))
 	}, timeout, interval)
-	got := waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
-	assert.Equal(t, []string{"alphas." + group}, got.Status.APIs)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := &oriav1alpha1.RBACPolicy{}
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(p), got))
+		assert.Equal(c, []string{"alphas." + group}, got.Status.APIs)
+	}, timeout, interval)
 }
 
 func TestNarrowedToMissingAPI(t *testing.T) {
