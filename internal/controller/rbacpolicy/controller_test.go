@@ -438,3 +438,40 @@ func TestConflictResolvesWhenForeignObjectGoes(t *testing.T) {
 	waitReady(t, name, oriav1alpha1.ReasonProgressing)
 	getTemplate(t, name)
 }
+
+// TestSchemaRejectsBadInput: what the CRD schema can check is refused at
+// once by the API server, with a message naming the field.
+func TestSchemaRejectsBadInput(t *testing.T) {
+	valid := func() *oriav1alpha1.RBACPolicy {
+		return &oriav1alpha1.RBACPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("bad")},
+			Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: "x", Access: oriav1alpha1.AccessView,
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice"}}},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*oriav1alpha1.RBACPolicySpec)
+		want   string
+	}{
+		{"unknown access", func(s *oriav1alpha1.RBACPolicySpec) { s.Access = "owner" }, "spec.access"},
+		{"no subjects", func(s *oriav1alpha1.RBACPolicySpec) { s.Subjects = nil }, "spec.subjects"},
+		{"empty extension", func(s *oriav1alpha1.RBACPolicySpec) { s.ExtensionName = "" }, "spec.extensionName"},
+		{"invalid namespace name", func(s *oriav1alpha1.RBACPolicySpec) { s.Namespaces = []string{"Team_A"} }, "spec.namespaces[0]"},
+		{"api without resource", func(s *oriav1alpha1.RBACPolicySpec) { s.APIs = []oriav1alpha1.APIRef{{Group: "argoproj.io"}} }, "spec.apis[0].resource"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := valid()
+			tc.mutate(&p.Spec)
+			err := k8sClient.Create(context.Background(), p)
+			require.Error(t, err)
+			assert.True(t, apierrors.IsInvalid(err), "want Invalid, got %v", err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	// And the valid base is accepted, so the cases above fail for their
+	// own reason.
+	p := valid()
+	require.NoError(t, k8sClient.Create(context.Background(), p))
+	require.NoError(t, k8sClient.Delete(context.Background(), p))
+}
