@@ -3,6 +3,8 @@ package scopetemplate_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,10 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
@@ -49,7 +53,12 @@ func TestMain(m *testing.M) {
 		if k8sClient, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
 			return nil, err
 		}
-		mgr, err = ctrl.NewManager(cluster.Config, ctrl.Options{
+		// The controllers run with oria's own RBAC, not as cluster-admin.
+		cfg, err := oriaConfig(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		mgr, err = ctrl.NewManager(cfg, ctrl.Options{
 			Scheme:                 scheme,
 			Cache:                  manager.CacheOptions(),
 			Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -149,4 +158,38 @@ func update[T client.Object](t *testing.T, obj T, change func()) {
 		change()
 		return k8sClient.Update(context.Background(), obj)
 	}))
+}
+
+// oriaConfig returns a rest.Config for a user that has exactly oria's
+// ClusterRole from config/rbac/role.yaml, so that the controllers under
+// test run with the permissions oria is deployed with (creating a binding
+// to a role oria does not hold needs `bind`, a role with rules it does not
+// hold needs `escalate`).
+func oriaConfig(ctx context.Context) (*rest.Config, error) {
+	b, err := os.ReadFile(filepath.Join(localcluster.RepoRoot(), "config", "rbac", "role.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(b, role); err != nil {
+		return nil, fmt.Errorf("decoding config/rbac/role.yaml: %w", err)
+	}
+	user := "oria-under-test"
+	role.Name = user
+	if err := k8sClient.Create(ctx, role); err != nil {
+		return nil, err
+	}
+	if err := k8sClient.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}); err != nil {
+		return nil, err
+	}
+	cfg, err := cluster.AddUser(user)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 500, 1000 // oria's defaults
+	return cfg, nil
 }
