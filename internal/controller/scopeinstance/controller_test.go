@@ -7,10 +7,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -621,4 +623,73 @@ func countingReconciler() (*scopeinstance.Reconciler, *testutil.WriteCounter) {
 
 func sorted(s []string) []string {
 	return slices.Sorted(slices.Values(s))
+}
+
+// TestOneBadNamespaceDoesNotBlockTheOthers: a namespace where the API server
+// refuses the RoleBinding (here an admission policy) is reported and
+// retried; the other namespaces are bound meanwhile, and the bad one is
+// bound once the refusal stops.
+func TestOneBadNamespaceDoesNotBlockTheOthers(t *testing.T) {
+	testutil.NeedCluster(t, cluster)
+	ctx := context.Background()
+	deny := testutil.UniqueName("deny")
+	good1 := namespace(t, "good", nil)
+	bad := namespace(t, "bad", map[string]string{"deny-rolebindings": deny})
+	good2 := namespace(t, "good", nil)
+
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: deny},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"deny-rolebindings": deny}},
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule: admissionregistrationv1.Rule{
+							APIGroups: []string{rbacv1.GroupName}, APIVersions: []string{"v1"}, Resources: []string{"rolebindings"},
+						},
+					},
+				}},
+			},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "RoleBindings are not allowed here (test)"}},
+		},
+	}
+	create(t, policy)
+	create(t, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: deny},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        deny,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	})
+	// The policy takes effect asynchronously.
+	require.Eventually(t, func() bool {
+		probe := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: bad},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+			Subjects:   []rbacv1.Subject{user("probe")},
+		}
+		if err := k8sClient.Create(ctx, probe); err == nil {
+			_ = k8sClient.Delete(ctx, probe)
+			return false
+		}
+		return true
+	}, timeout, interval)
+
+	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	create(t, tmpl)
+	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{good1, bad, good2}, nil)
+	create(t, si)
+
+	got := eventuallyReady(t, si.Name, metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError)
+	_, cond := ready(t, si.Name)
+	assert.Contains(t, cond.Message, bad)
+	assert.Contains(t, cond.Message, "RoleBindings are not allowed here")
+	assert.ElementsMatch(t, []string{good1, good2}, got.Status.BoundNamespaces)
+	eventuallyBoundIn(t, si.Name, "view", good1, good2)
+
+	require.NoError(t, k8sClient.Delete(ctx, policy))
+	eventuallyBoundIn(t, si.Name, "view", good1, bad, good2)
+	eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
 }
