@@ -356,3 +356,43 @@ func TestEnumerate(t *testing.T) {
 	assert.Equal(t, "a, b", Enumerate([]string{"a", "b"}, 3))
 	assert.Equal(t, "a, b and 2 more", Enumerate([]string{"a", "b", "c", "d"}, 2))
 }
+
+func TestKeepAndStale(t *testing.T) {
+	inst := instance("inst")
+	targets := Targets{Namespaces: []string{"a", "b"}, Terminating: []string{"dying"}}
+	want := RoleBindings(inst, "tmpl", []string{"view"}, []rbacv1.Subject{sa("bot", "")}, targets.Namespaces)
+	rb := func(ns, role string) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: BindingName("inst", role)}}
+	}
+	existing := []*rbacv1.RoleBinding{
+		rb("a", "view"),       // intended
+		rb("a", "pending"),    // a pending role's binding in a target: kept
+		rb("gone", "pending"), // ... outside the targets: stale
+		rb("b", "old"),        // a removed role: stale
+		rb("c", "view"),       // a namespace no longer targeted: stale
+		rb("dying", "view"),   // a terminating target: left to the namespace controller
+	}
+	keep := Keep("inst", Objects(want), targets, []string{"pending"})
+	var stale []string
+	for _, o := range Stale(existing, keep, targets) {
+		stale = append(stale, o.Namespace+"/"+o.Name)
+	}
+	assert.Equal(t, []string{
+		"gone/" + BindingName("inst", "pending"),
+		"b/" + BindingName("inst", "old"),
+		"c/" + BindingName("inst", "view"),
+	}, stale)
+
+	// Cluster-wide: every RoleBinding is stale, pending ClusterRoleBindings
+	// are kept.
+	cluster := Targets{Cluster: true}
+	crbs := []*rbacv1.ClusterRoleBinding{
+		{ObjectMeta: metav1.ObjectMeta{Name: BindingName("inst", "pending")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: BindingName("inst", "old")}},
+	}
+	keep = Keep("inst", nil, cluster, []string{"pending"})
+	assert.Len(t, Stale(existing, keep, cluster), len(existing))
+	staleCRBs := Stale(crbs, keep, cluster)
+	require.Len(t, staleCRBs, 1)
+	assert.Equal(t, BindingName("inst", "old"), staleCRBs[0].Name)
+}

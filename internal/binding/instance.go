@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/names"
@@ -197,4 +199,47 @@ func ClusterRoleBindingUpToDate(cur, want *rbacv1.ClusterRoleBinding) bool {
 
 func sortByName[T metav1.Object](objs []T) {
 	slices.SortFunc(objs, func(a, b T) int { return cmp.Compare(a.GetName(), b.GetName()) })
+}
+
+// Keep returns the keys of an instance's bindings that must not be deleted:
+// the intended ones (want), and the bindings of pending roles (inline roles
+// not created yet) where the instance binds. Bindings in terminating target
+// namespaces are kept as well (see Stale).
+func Keep(instance string, want []client.Object, t Targets, pending []string) map[types.NamespacedName]bool {
+	keep := make(map[types.NamespacedName]bool, len(want))
+	for _, o := range want {
+		keep[Key(o)] = true
+	}
+	for _, role := range pending {
+		name := BindingName(instance, role)
+		if t.Cluster {
+			keep[types.NamespacedName{Name: name}] = true
+		}
+		for _, ns := range t.Namespaces {
+			keep[types.NamespacedName{Namespace: ns, Name: name}] = true
+		}
+	}
+	return keep
+}
+
+// Stale returns the existing bindings to delete: those not in keep, except
+// in terminating target namespaces, whose bindings are left to the namespace
+// controller.
+func Stale[T client.Object](existing []T, keep map[types.NamespacedName]bool, t Targets) []T {
+	var out []T
+	for _, o := range existing {
+		if !keep[Key(o)] && !slices.Contains(t.Terminating, o.GetNamespace()) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Objects converts a typed slice to client.Objects.
+func Objects[T client.Object](objs []T) []client.Object {
+	out := make([]client.Object, len(objs))
+	for i, o := range objs {
+		out[i] = o
+	}
+	return out
 }

@@ -264,46 +264,16 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, si *oriav1alpha1.Scope
 	if err != nil {
 		return err
 	}
-	rbByKey := byKey(rbs)
-	crbByKey := byKey(crbs)
 
-	// Kept: intended objects, everything in terminating target namespaces,
-	// and the bindings of pending roles where they are still intended.
-	keep := map[types.NamespacedName]bool{}
-	for _, o := range wantRBs {
-		keep[binding.Key(o)] = true
-	}
-	for _, o := range wantCRBs {
-		keep[binding.Key(o)] = true
-	}
-	terminating := setOf(p.targets.Terminating)
-	for _, role := range p.pending {
-		name := binding.BindingName(si.Name, role)
-		if p.targets.Cluster {
-			keep[types.NamespacedName{Name: name}] = true
-		}
-		for _, ns := range p.targets.Namespaces {
-			keep[types.NamespacedName{Namespace: ns, Name: name}] = true
-		}
-	}
-	var staleRBs []*rbacv1.RoleBinding
-	for _, rb := range rbs {
-		if !keep[binding.Key(rb)] && !terminating[rb.Namespace] {
-			staleRBs = append(staleRBs, rb)
-		}
-	}
-	var staleCRBs []*rbacv1.ClusterRoleBinding
-	for _, crb := range crbs {
-		if !keep[binding.Key(crb)] {
-			staleCRBs = append(staleCRBs, crb)
-		}
-	}
+	keep := binding.Keep(si.Name, append(binding.Objects(wantRBs), binding.Objects(wantCRBs)...), p.targets, p.pending)
+	staleRBs := binding.Stale(rbs, keep, p.targets)
+	staleCRBs := binding.Stale(crbs, keep, p.targets)
 
 	// Create and repair first, delete after, so that a changed role never
 	// leaves a gap without access.
 	w := r.writer()
-	ensuredRBs := binding.Ensure(ctx, w, binding.RoleBindingKind, si.Name, wantRBs, rbByKey)
-	ensuredCRBs := binding.Ensure(ctx, w, binding.ClusterRoleBindingKind, si.Name, wantCRBs, crbByKey)
+	ensuredRBs := binding.Ensure(ctx, w, binding.RoleBindingKind, si.Name, wantRBs, byKey(rbs))
+	ensuredCRBs := binding.Ensure(ctx, w, binding.ClusterRoleBindingKind, si.Name, wantCRBs, byKey(crbs))
 	deletedRBs := binding.Delete(ctx, w, binding.RoleBindingKind.Name, staleRBs)
 	deletedCRBs := binding.Delete(ctx, w, binding.ClusterRoleBindingKind.Name, staleCRBs)
 	s := binding.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs)
@@ -316,7 +286,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, si *oriav1alpha1.Scope
 	}
 	r.recordEvents(si, ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs, conflicts)
 
-	// Status: the namespaces where every intended binding is in place.
+	r.setStatus(si, p, ensuredRBs, s, conflicts, byKey(rbs))
+	return summarizeErrors(s.Errors)
+}
+
+// setStatus reports the outcome of the writes: the namespaces where every
+// intended binding is in place and the Ready condition. Failed writes are
+// returned as the reconcile's error (ReconcileError) by the caller.
+func (r *Reconciler) setStatus(si *oriav1alpha1.ScopeInstance, p *plan, ensuredRBs []binding.Outcome, s binding.Summary, conflicts []string, existingRBs map[types.NamespacedName]*rbacv1.RoleBinding) {
 	si.Status.BoundNamespaces = nil
 	if !p.targets.Cluster {
 		skipped := map[string]bool{}
@@ -326,7 +303,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, si *oriav1alpha1.Scope
 			}
 		}
 		for _, ns := range p.targets.Namespaces {
-			if s.Bad[ns] || skipped[ns] || !pendingBound(si.Name, ns, p.pending, rbByKey) {
+			if s.Bad[ns] || skipped[ns] || !pendingBound(si.Name, ns, p.pending, existingRBs) {
 				continue
 			}
 			si.Status.BoundNamespaces = append(si.Status.BoundNamespaces, ns)
@@ -334,10 +311,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, si *oriav1alpha1.Scope
 	}
 	si.Status.BoundNamespaceCount = int32(len(si.Status.BoundNamespaces))
 
-	if len(s.Errors) > 0 {
-		return summarizeErrors(s.Errors)
-	}
 	switch {
+	case len(s.Errors) > 0:
+		// The caller sets ReconcileError from the returned error.
 	case len(conflicts) > 0:
 		setReadyCondition(si, metav1.ConditionFalse, oriav1alpha1.ReasonConflict,
 			binding.Enumerate(conflicts, 5)+"; oria leaves such objects alone: remove or rename them")
@@ -359,7 +335,6 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, si *oriav1alpha1.Scope
 		setReadyCondition(si, metav1.ConditionTrue, oriav1alpha1.ReasonBound,
 			fmt.Sprintf("%d ClusterRole(s) bound in %d namespace(s)", len(p.roles), len(si.Status.BoundNamespaces)))
 	}
-	return nil
 }
 
 // resolve reads the template, checks the spec and finds the targets. A
@@ -514,14 +489,6 @@ func byKey[T client.Object](objs []T) map[types.NamespacedName]T {
 	m := make(map[types.NamespacedName]T, len(objs))
 	for _, o := range objs {
 		m[binding.Key(o)] = o
-	}
-	return m
-}
-
-func setOf(items []string) map[string]bool {
-	m := make(map[string]bool, len(items))
-	for _, i := range items {
-		m[i] = true
 	}
 	return m
 }
