@@ -85,6 +85,12 @@ func TestNamespacesAreLive(t *testing.T) {
 		assert.Equal(c, []string{created, listed, other}, sorted(got.Status.BoundNamespaces))
 	}, timeout, interval)
 
+	// A namespace removed from the list loses exactly its binding.
+	update(t, si, func() { si.Spec.Namespaces = nil })
+	eventuallyBoundIn(t, si.Name, view, created, other)
+	update(t, si, func() { si.Spec.Namespaces = []string{listed} })
+	eventuallyBoundIn(t, si.Name, view, listed, created, other)
+
 	// A deleted namespace (terminating for good here: no namespace
 	// controller runs) leaves the bound list; nothing is created there.
 	require.NoError(t, k8sClient.Delete(ctx, testutil.Namespace(created, nil)))
