@@ -320,7 +320,10 @@ func (r *Reconciler) recordEvents(t *oriav1alpha1.ScopeTemplate, ensured, delete
 				"%s %d ClusterRole(s): %s", e.past, len(names), binding.Enumerate(names, 10))
 		}
 	}
-	if names := byAction[binding.Conflict]; len(names) > 0 {
+	// A conflict is news when the template was not already reporting it;
+	// every recheck would otherwise repeat the warning.
+	prev := meta.FindStatusCondition(t.Status.Conditions, oriav1alpha1.TypeReady)
+	if names := byAction[binding.Conflict]; len(names) > 0 && (prev == nil || prev.Reason != oriav1alpha1.ReasonConflict) {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, EventConflict, "Create",
 			"ClusterRole(s) %s exist and were not created by oria for this template; left unchanged", binding.Enumerate(names, 10))
 	}
