@@ -68,7 +68,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.BoolVar(&c.floorApply, "floor-apply", false, "The floor writes with server-side apply, as oria does, instead of create.")
 	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, idle, or all.")
 	quick := fs.Bool("quick", false, "Small sizes for a fast run: -extensions=20 -crds-per-extension=5 -namespaces=200 -new-namespaces=20 -idle-seconds=15 (explicit flags win).")
-	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "Bound on each convergence wait.")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "Bound on each wait: convergence, and the settling of the cluster before a timed phase.")
 	fs.BoolVar(&c.failOnTarget, "fail-on-target", false, "Exit non-zero when a target is missed (always non-zero when a scenario does not converge).")
 	fs.BoolVar(&c.profile, "profile", false, "Save oria's CPU (first 30 s) and heap profiles of each scenario under the output folder.")
 	fs.StringVar(&c.oriaBin, "oria", filepath.Join(root, "bin", "oria"), "The oria binary (make build).")

@@ -52,8 +52,6 @@ const (
 	fanoutRole = "bench-fanout-reader"
 	// newNamespaceTimeout bounds the wait for one new namespace's binding.
 	newNamespaceTimeout = 30 * time.Second
-	// quietTimeout bounds waitQuiet.
-	quietTimeout = 3 * time.Minute
 )
 
 var fanoutSubjects = []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "bench-readers"}}
@@ -145,10 +143,10 @@ func (b *bench) controlPlaneCPU() float64 {
 // waitQuiet waits until oria has no queued work and makes no writes, and
 // the control plane uses less than a quarter of a core, for two seconds in
 // a row: timed phases then start from a settled cluster. It gives up with a
-// warning after quietTimeout.
+// warning after -timeout.
 func (b *bench) waitQuiet(ctx context.Context, what string) error {
 	const every, needed = 500 * time.Millisecond, 4
-	deadline := time.Now().Add(quietTimeout)
+	deadline := time.Now().Add(b.cfg.timeout)
 	var prevWrites int
 	prevCP, calm := b.controlPlaneCPU(), 0
 	for time.Now().Before(deadline) {
@@ -179,7 +177,7 @@ func (b *bench) waitQuiet(ctx context.Context, what string) error {
 		}
 		prevWrites, prevCP = writes, cp
 	}
-	b.warn("cluster not quiet %s after %s; measuring anyway", what, quietTimeout)
+	b.warn("cluster not quiet %s after %s; measuring anyway", what, b.cfg.timeout)
 	return nil
 }
 
