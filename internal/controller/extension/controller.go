@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -185,6 +184,26 @@ type report struct {
 	conflicts []string // sentences naming conflicting roles
 	bundle    []string // names of bundle-provided roles used
 	errs      []error
+	// changed names the roles created, updated and deleted, by event
+	// reason: one Event per reason and reconcile tells them all (an
+	// extension with 200 APIs would otherwise get 800 Events, doubling the
+	// API server's work for a mode switch).
+	changed map[string][]string
+}
+
+// changedRole records that the role name was changed (reason is
+// EventRoleCreated, EventRoleUpdated or EventRoleDeleted). A nil report
+// records nothing.
+func (p *report) changedRole(reason, name string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.changed == nil {
+		p.changed = map[string][]string{}
+	}
+	p.changed[reason] = append(p.changed[reason], name)
 }
 
 func (p *report) conflict(format string, args ...any) {
@@ -250,7 +269,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, ce *ocv1.ClusterExtens
 
 	rep := &report{}
 	forEach(ctx, slots, func(ctx context.Context, s slot) { rep.err(r.syncSlot(ctx, ce, ext, mode, s, rep)) })
-	rep.err(r.deleteStale(ctx, ce, ce.Name, desired))
+	rep.err(r.deleteStale(ctx, rep, ce.Name, desired))
+	r.recordChanges(ce, rep)
 	if err := errors.Join(rep.errs...); err != nil {
 		return ctrl.Result{}, metav1.Condition{}, err
 	}
@@ -298,7 +318,7 @@ func (r *Reconciler) syncSlot(ctx context.Context, ce *ocv1.ClusterExtension, ex
 		if s.desired == nil {
 			return nil // deleteStale removes it
 		}
-		return r.applyRole(ctx, ce, s.desired, cached)
+		return r.applyRole(ctx, rep, s.desired, cached)
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("getting ClusterRole %q: %w", s.name, err)
 	}
@@ -312,15 +332,15 @@ func (r *Reconciler) syncSlot(ctx context.Context, ce *ocv1.ClusterExtension, ex
 		if s.desired == nil {
 			return nil
 		}
-		return r.applyRole(ctx, ce, s.desired, nil)
+		return r.applyRole(ctx, rep, s.desired, nil)
 	}
 	switch {
 	case isControlledBy(live, ext):
 		// Oria's role whose labels someone removed: still oria's.
 		if s.desired == nil {
-			return r.deleteRole(ctx, ce, live)
+			return r.deleteRole(ctx, rep, live)
 		}
-		return r.applyRole(ctx, ce, s.desired, live)
+		return r.applyRole(ctx, rep, s.desired, live)
 	case isBundleRoleOf(live, ext.Name):
 		if mode == oriav1alpha1.RBACModeLegacy || mode == oriav1alpha1.RBACModeFineGrained {
 			rep.bundleRole(s.name)
@@ -333,8 +353,9 @@ func (r *Reconciler) syncSlot(ctx context.Context, ce *ocv1.ClusterExtension, ex
 }
 
 // applyRole creates desired when cur is nil (the role is absent), and
-// otherwise applies it when cur differs from it.
-func (r *Reconciler) applyRole(ctx context.Context, ce *ocv1.ClusterExtension, desired *rbacv1ac.ClusterRoleApplyConfiguration, cur *rbacv1.ClusterRole) error {
+// otherwise applies it when cur differs from it. What it changed is
+// recorded in rep.
+func (r *Reconciler) applyRole(ctx context.Context, rep *report, desired *rbacv1ac.ClusterRoleApplyConfiguration, cur *rbacv1.ClusterRole) error {
 	name := *desired.Name
 	if cur == nil {
 		// Create, not apply: apply is an upsert, and a role someone else
@@ -345,7 +366,7 @@ func (r *Reconciler) applyRole(ctx context.Context, ce *ocv1.ClusterExtension, d
 		if err := r.Client.Create(ctx, obj, client.FieldOwner(oriav1alpha1.FieldOwner)); err != nil {
 			return fmt.Errorf("creating ClusterRole %q: %w", name, err)
 		}
-		r.Recorder.Eventf(ce, obj, corev1.EventTypeNormal, EventRoleCreated, "Create", "Created ClusterRole %q", name)
+		rep.changedRole(EventRoleCreated, name)
 		return nil
 	}
 	if upToDate(desired, cur) {
@@ -372,8 +393,7 @@ func (r *Reconciler) applyRole(ctx context.Context, ce *ocv1.ClusterExtension, d
 			return err
 		}
 	}
-	r.Recorder.Eventf(ce, roleRef(name, ptr.Deref(desired.UID, "")), corev1.EventTypeNormal, EventRoleUpdated, "Update",
-		"Updated ClusterRole %q to its generated state", name)
+	rep.changedRole(EventRoleUpdated, name)
 	return nil
 }
 
@@ -415,9 +435,9 @@ func (r *Reconciler) syncBundleRole(ctx context.Context, ce *ocv1.ClusterExtensi
 
 // deleteStale deletes the roles oria generated for the extension named name
 // that are not in desired (all of them when desired is empty). Only roles
-// that are oria's for this extension are considered; with ce nil (the
-// extension is gone) events are not recorded.
-func (r *Reconciler) deleteStale(ctx context.Context, ce *ocv1.ClusterExtension, name string, desired map[string]*rbacv1ac.ClusterRoleApplyConfiguration) error {
+// that are oria's for this extension are considered. Deletions are recorded
+// in rep; with rep nil (the extension is gone) they are not.
+func (r *Reconciler) deleteStale(ctx context.Context, rep *report, name string, desired map[string]*rbacv1ac.ClusterRoleApplyConfiguration) error {
 	list := &rbacv1.ClusterRoleList{}
 	if err := r.Client.List(ctx, list, client.MatchingLabels{
 		oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue,
@@ -435,7 +455,7 @@ func (r *Reconciler) deleteStale(ctx context.Context, ce *ocv1.ClusterExtension,
 	var mu sync.Mutex
 	var errs []error
 	forEach(ctx, stale, func(ctx context.Context, cr *rbacv1.ClusterRole) {
-		if err := r.deleteRole(ctx, ce, cr); err != nil {
+		if err := r.deleteRole(ctx, rep, cr); err != nil {
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()
@@ -445,8 +465,8 @@ func (r *Reconciler) deleteStale(ctx context.Context, ce *ocv1.ClusterExtension,
 }
 
 // deleteRole deletes cr, only if it is still the object that was read (UID
-// precondition), and records an event on ce when ce is not nil.
-func (r *Reconciler) deleteRole(ctx context.Context, ce *ocv1.ClusterExtension, cr *rbacv1.ClusterRole) error {
+// precondition), and records the deletion in rep (when not nil).
+func (r *Reconciler) deleteRole(ctx context.Context, rep *report, cr *rbacv1.ClusterRole) error {
 	err := r.Client.Delete(ctx, roleRef(cr.Name, ""), client.Preconditions{UID: &cr.UID})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		// Gone already, or replaced by another object that is not the
@@ -456,10 +476,36 @@ func (r *Reconciler) deleteRole(ctx context.Context, ce *ocv1.ClusterExtension, 
 	if err != nil {
 		return fmt.Errorf("deleting ClusterRole %q: %w", cr.Name, err)
 	}
-	if ce != nil {
-		r.Recorder.Eventf(ce, cr, corev1.EventTypeNormal, EventRoleDeleted, "Delete", "Deleted ClusterRole %q", cr.Name)
-	}
+	rep.changedRole(EventRoleDeleted, cr.Name)
 	return nil
+}
+
+// roleEvents are the Events that summarise a reconcile's changes to roles,
+// in the order they are recorded.
+var roleEvents = []struct{ reason, action, note string }{
+	{EventRoleCreated, "Create", "Created %d ClusterRole(s): %s"},
+	{EventRoleUpdated, "Update", "Updated %d ClusterRole(s) to their generated state: %s"},
+	{EventRoleDeleted, "Delete", "Deleted %d ClusterRole(s): %s"},
+}
+
+// maxNamesInEvent bounds the role names an Event lists.
+const maxNamesInEvent = 10
+
+// recordChanges records one Event per kind of change in rep on ce, naming
+// the roles (the first maxNamesInEvent of them).
+func (r *Reconciler) recordChanges(ce *ocv1.ClusterExtension, rep *report) {
+	for _, ev := range roleEvents {
+		roles := rep.changed[ev.reason]
+		if len(roles) == 0 {
+			continue
+		}
+		slices.Sort(roles)
+		list := strings.Join(roles[:min(len(roles), maxNamesInEvent)], ", ")
+		if len(roles) > maxNamesInEvent {
+			list += fmt.Sprintf(" and %d more", len(roles)-maxNamesInEvent)
+		}
+		r.Recorder.Eventf(ce, nil, corev1.EventTypeNormal, ev.reason, ev.action, ev.note, len(roles), list)
+	}
 }
 
 // reconcileDelete removes every role oria generated for the extension named
