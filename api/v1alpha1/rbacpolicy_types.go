@@ -103,9 +103,12 @@ type RBACPolicyStatus struct {
 	// +kubebuilder:validation:Enum=Cluster;Namespaces
 	Scope string `json:"scope,omitempty"`
 
-	// boundNamespaces are the namespaces where the grant is in place.
+	// boundNamespaces are the namespaces where the grant is in place,
+	// sorted. (An atomic list: a set of thousands of entries would be
+	// tracked entry by entry in managedFields, making every status write
+	// costly.)
 	// +optional
-	// +listType=set
+	// +listType=atomic
 	BoundNamespaces []string `json:"boundNamespaces,omitempty"`
 
 	// boundNamespaceCount is the length of boundNamespaces.

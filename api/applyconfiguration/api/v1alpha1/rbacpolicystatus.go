@@ -35,7 +35,10 @@ type RBACPolicyStatusApplyConfiguration struct {
 	APIs []string `json:"apis,omitempty"`
 	// scope is Cluster for a cluster-wide grant, Namespaces otherwise.
 	Scope *string `json:"scope,omitempty"`
-	// boundNamespaces are the namespaces where the grant is in place.
+	// boundNamespaces are the namespaces where the grant is in place,
+	// sorted. (An atomic list: a set of thousands of entries would be
+	// tracked entry by entry in managedFields, making every status write
+	// costly.)
 	BoundNamespaces []string `json:"boundNamespaces,omitempty"`
 	// boundNamespaceCount is the length of boundNamespaces.
 	BoundNamespaceCount *int32 `json:"boundNamespaceCount,omitempty"`
