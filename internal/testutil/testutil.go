@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -132,7 +133,7 @@ func CRD(group, plural, kind, extension string) *apiextensionsv1.CustomResourceD
 				Name: "v1", Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 					Type:                   "object",
-					XPreserveUnknownFields: ptr(true),
+					XPreserveUnknownFields: ptr.To(true),
 				}},
 			}},
 		},
@@ -145,8 +146,6 @@ func CRD(group, plural, kind, extension string) *apiextensionsv1.CustomResourceD
 	}
 	return crd
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // Namespace returns a namespace with the given labels.
 func Namespace(name string, labels map[string]string) *corev1.Namespace {

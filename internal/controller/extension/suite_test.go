@@ -17,11 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/extension"
@@ -68,29 +65,20 @@ type env struct {
 func startManager(t *testing.T, opts extension.Options) *env {
 	t.Helper()
 	testutil.NeedCluster(t, cluster)
-	scheme, err := manager.Scheme()
+	// The controller runs with oria's own RBAC, not as cluster-admin.
+	cfg, err := testutil.OriaConfig(context.Background(), cluster, k8sClient)
 	require.NoError(t, err)
-	mgr, err := ctrl.NewManager(cluster.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  manager.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	mgr, stopMgr, err := testutil.StartManager(cfg, func(m ctrl.Manager) error {
+		return extension.SetupWithManager(m, opts)
 	})
 	require.NoError(t, err)
-	require.NoError(t, extension.SetupWithManager(mgr, opts))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	require.True(t, mgr.GetCache().WaitForCacheSync(ctx))
 	stopped := false
 	stop := func() {
 		if stopped {
 			return
 		}
 		stopped = true
-		cancel()
-		require.NoError(t, <-done)
+		stopMgr()
 	}
 	t.Cleanup(stop)
 	return &env{mgr: mgr, opts: opts, stop: stop}

@@ -3,7 +3,6 @@ package rbacpolicy_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -15,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
-	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/testutil"
 	"github.com/operator-framework/oria/test/localcluster"
 )
@@ -43,35 +42,23 @@ const (
 func TestMain(m *testing.M) {
 	testutil.RunMain(m, &cluster, false, func() (func(), error) {
 		var err error
-		scheme, err := manager.Scheme()
+		if k8sClient, err = testutil.AdminClient(cluster); err != nil {
+			return nil, err
+		}
+		// The controller runs with oria's own RBAC, not as cluster-admin.
+		cfg, err := testutil.OriaConfig(context.Background(), cluster, k8sClient)
 		if err != nil {
 			return nil, err
 		}
-		if k8sClient, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
-			return nil, err
-		}
-		mgr, err := manager.New(cluster.Config, manager.Options{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+		mgr, stop, err := testutil.StartManager(cfg, func(mg ctrl.Manager) error {
+			return rbacpolicy.SetupWithManager(mg, rbacpolicy.Options{
+				DefaultMode: oriav1alpha1.RBACModeUnmanaged, MaxConcurrentReconciles: 2, ConflictRecheckInterval: time.Second})
+		})
 		if err != nil {
-			return nil, err
-		}
-		if err := rbacpolicy.SetupWithManager(mgr, rbacpolicy.Options{
-			DefaultMode: oriav1alpha1.RBACModeUnmanaged, MaxConcurrentReconciles: 2, ConflictRecheckInterval: time.Second}); err != nil {
 			return nil, err
 		}
 		mgrClient = mgr.GetClient()
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(ctx) }()
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			cancel()
-			return nil, fmt.Errorf("cache did not sync")
-		}
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				fmt.Fprintln(os.Stderr, "manager:", err)
-			}
-		}, nil
+		return stop, nil
 	})
 }
 

@@ -2,9 +2,6 @@ package scopetemplate_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,16 +12,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/yaml"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
-	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/testutil"
 	"github.com/operator-framework/oria/test/localcluster"
 )
@@ -46,40 +39,23 @@ const (
 
 func TestMain(m *testing.M) {
 	testutil.RunMain(m, &cluster, false, func() (func(), error) {
-		scheme, err := manager.Scheme()
-		if err != nil {
-			return nil, err
-		}
-		if k8sClient, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
+		var err error
+		if k8sClient, err = testutil.AdminClient(cluster); err != nil {
 			return nil, err
 		}
 		// The controllers run with oria's own RBAC, not as cluster-admin.
-		cfg, err := oriaConfig(context.Background())
+		cfg, err := testutil.OriaConfig(context.Background(), cluster, k8sClient)
 		if err != nil {
 			return nil, err
 		}
-		mgr, err = ctrl.NewManager(cfg, ctrl.Options{
-			Scheme:                 scheme,
-			Cache:                  manager.CacheOptions(),
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
+		var stop func()
+		mgr, stop, err = testutil.StartManager(cfg, func(mg ctrl.Manager) error {
+			if err := scopetemplate.SetupWithManager(mg, scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}); err != nil {
+				return err
+			}
+			return nil
 		})
-		if err != nil {
-			return nil, err
-		}
-		if err := scopetemplate.SetupWithManager(mgr, scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}); err != nil {
-			return nil, err
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(ctx) }()
-		syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-		defer syncCancel()
-		if !mgr.GetCache().WaitForCacheSync(syncCtx) {
-			cancel()
-			return nil, fmt.Errorf("manager cache did not sync: %v", <-done)
-		}
-		return func() { cancel(); <-done }, nil
+		return stop, err
 	})
 }
 
@@ -158,38 +134,4 @@ func update[T client.Object](t *testing.T, obj T, change func()) {
 		change()
 		return k8sClient.Update(context.Background(), obj)
 	}))
-}
-
-// oriaConfig returns a rest.Config for a user that has exactly oria's
-// ClusterRole from config/rbac/role.yaml, so that the controllers under
-// test run with the permissions oria is deployed with (creating a binding
-// to a role oria does not hold needs `bind`, a role with rules it does not
-// hold needs `escalate`).
-func oriaConfig(ctx context.Context) (*rest.Config, error) {
-	b, err := os.ReadFile(filepath.Join(localcluster.RepoRoot(), "config", "rbac", "role.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(b, role); err != nil {
-		return nil, fmt.Errorf("decoding config/rbac/role.yaml: %w", err)
-	}
-	user := "oria-under-test"
-	role.Name = user
-	if err := k8sClient.Create(ctx, role); err != nil {
-		return nil, err
-	}
-	if err := k8sClient.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}); err != nil {
-		return nil, err
-	}
-	cfg, err := cluster.AddUser(user)
-	if err != nil {
-		return nil, err
-	}
-	cfg.QPS, cfg.Burst = 500, 1000 // oria's defaults
-	return cfg, nil
 }
