@@ -143,7 +143,7 @@ func run(args []string) int {
 	report := &Report{Started: time.Now(), Host: host(), Config: Sizes{
 		Extensions: cfg.extensions, CRDsPerExtension: cfg.crds, Namespaces: cfg.namespaces, NewNamespaces: cfg.newNamespaces,
 		IdleSeconds: cfg.idleSeconds, QPS: cfg.qps, Burst: cfg.burst, FloorWorkers: cfg.floorWorkers, FloorApply: cfg.floorApply,
-		Scenarios: cfg.scenarios, OriaArgs: cfg.oriaArgs,
+		Scenarios: cfg.scenarios, OriaBinary: cfg.oriaBin, OriaArgs: cfg.oriaArgs,
 	}}
 	start := time.Now()
 	logf := func(format string, args ...any) {

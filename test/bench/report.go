@@ -54,6 +54,7 @@ type Sizes struct {
 	FloorWorkers     int      `json:"floorWorkers"`
 	FloorApply       bool     `json:"floorApply"`
 	Scenarios        []string `json:"scenarios"`
+	OriaBinary       string   `json:"oriaBinary"`
 	OriaArgs         []string `json:"oriaArgs,omitempty"`
 }
 
