@@ -157,6 +157,7 @@ func TestEvaluate(t *testing.T) {
 	}
 
 	r.Config.Namespaces = 5000
+	r.Results[1].Seconds, r.Results[1].FloorSeconds = 0.5, 0.2 // -quick sizes
 	r.Results[3].WritesTotal = 2
 	r.Results[0].Converged = false
 	r.evaluate()
@@ -165,6 +166,7 @@ func TestEvaluate(t *testing.T) {
 		got[tg.Name] = tg.Got + " " + tg.verdict()
 	}
 	if got[targetRSSLabel] != "90 MB PASS" || got["idle writes (120s)"] != "2 FAIL" ||
+		got["fanout convergence / floor"] != "2.50 (floor < 1s) n/a" ||
 		got["extensions convergence / floor"] != "did not converge FAIL" {
 		t.Errorf("targets = %v", got)
 	}
