@@ -232,8 +232,11 @@ func (r *Report) render(w io.Writer) error {
 		if x.Seconds > 0 {
 			conv = fmtSeconds(x.Seconds)
 		}
-		if !x.Converged {
+		switch {
+		case !x.Converged && x.Error != "":
 			conv = "TIMEOUT"
+		case !x.Converged:
+			conv = "stopped" // the run ended before this row finished
 		}
 		if x.FloorSeconds > 0 {
 			floor = fmtSeconds(x.FloorSeconds)
