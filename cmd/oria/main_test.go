@@ -16,6 +16,9 @@ func TestParseFlagsDefaults(t *testing.T) {
 	if cfg.opts.DefaultRBACMode != oriav1alpha1.RBACModeUnmanaged {
 		t.Errorf("default mode = %q, want Unmanaged", cfg.opts.DefaultRBACMode)
 	}
+	if cfg.opts.MaxConcurrentReconciles != defaultWorkers {
+		t.Errorf("max-concurrent-reconciles = %d, want %d", cfg.opts.MaxConcurrentReconciles, defaultWorkers)
+	}
 	if cfg.qps != defaultQPS || cfg.burst != defaultBurst {
 		t.Errorf("qps/burst = %v/%d, want %v/%d", cfg.qps, cfg.burst, defaultQPS, defaultBurst)
 	}
@@ -23,12 +26,12 @@ func TestParseFlagsDefaults(t *testing.T) {
 
 func TestParseFlagsValid(t *testing.T) {
 	cfg, err := parseFlags([]string{"--default-rbac-mode=Legacy", "--kube-api-qps=50", "--kube-api-burst=100",
-		"--max-concurrent-reconciles=8", "--leader-elect", "--zap-log-level=debug"}, io.Discard)
+		"--max-concurrent-reconciles=3", "--leader-elect", "--zap-log-level=debug"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.opts.DefaultRBACMode != oriav1alpha1.RBACModeLegacy || cfg.qps != 50 || cfg.burst != 100 ||
-		cfg.opts.MaxConcurrentReconciles != 8 || !cfg.opts.LeaderElection {
+		cfg.opts.MaxConcurrentReconciles != 3 || !cfg.opts.LeaderElection {
 		t.Errorf("unexpected config %+v", cfg)
 	}
 }
