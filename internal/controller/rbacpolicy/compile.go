@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -212,9 +211,4 @@ func ownedBy(obj metav1.Object, uid types.UID) bool {
 		}
 	}
 	return false
-}
-
-// describeMissing renders missing API names for a condition message.
-func describeMissing(missing []string) string {
-	return strings.Join(missing, ", ")
 }

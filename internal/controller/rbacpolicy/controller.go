@@ -253,7 +253,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *oriav1alpha1.R
 		clearGrant(policy)
 		msg := fmt.Sprintf("ClusterExtension %q provides no API", ext.Name)
 		if len(compiled.Missing) > 0 {
-			msg = fmt.Sprintf("ClusterExtension %q does not provide %s", ext.Name, describeMissing(compiled.Missing))
+			msg = fmt.Sprintf("ClusterExtension %q does not provide %s", ext.Name, strings.Join(compiled.Missing, ", "))
 		}
 		setReadyCondition(policy, metav1.ConditionFalse, oriav1alpha1.ReasonAPINotFound, msg)
 		return r.revoke(ctx, policy)
@@ -319,7 +319,7 @@ func (r *Reconciler) apply(ctx context.Context, policy *oriav1alpha1.RBACPolicy,
 	if err != nil {
 		return "", err
 	}
-	if apierrors.IsNotFound(tmplErr) || !upToDate(tmpl, &tmpl.Spec, &wantT) {
+	if apierrors.IsNotFound(tmplErr) || !upToDate(tmpl, policy.Name, &tmpl.Spec, &wantT) {
 		if err := r.Client.Apply(ctx, c.Template, client.FieldOwner(oriav1alpha1.FieldOwner), client.ForceOwnership); err != nil {
 			return "", fmt.Errorf("applying ScopeTemplate %q: %w", name, err)
 		}
@@ -330,7 +330,7 @@ func (r *Reconciler) apply(ctx context.Context, policy *oriav1alpha1.RBACPolicy,
 	if err != nil {
 		return "", err
 	}
-	if apierrors.IsNotFound(instErr) || !upToDate(inst, &inst.Spec, &wantI) {
+	if apierrors.IsNotFound(instErr) || !upToDate(inst, policy.Name, &inst.Spec, &wantI) {
 		if err := r.Client.Apply(ctx, c.Instance, client.FieldOwner(oriav1alpha1.FieldOwner), client.ForceOwnership); err != nil {
 			return "", fmt.Errorf("applying ScopeInstance %q: %w", name, err)
 		}
@@ -341,8 +341,8 @@ func (r *Reconciler) apply(ctx context.Context, policy *oriav1alpha1.RBACPolicy,
 
 // upToDate reports whether a compiled object already has the intended spec
 // and oria's labels, so that an unchanged world causes no write.
-func upToDate(obj metav1.Object, have, want any) bool {
-	for k, v := range PolicyLabels(obj.GetLabels()[oriav1alpha1.LabelRBACPolicy]) {
+func upToDate(obj metav1.Object, policy string, have, want any) bool {
+	for k, v := range PolicyLabels(policy) {
 		if obj.GetLabels()[k] != v {
 			return false
 		}
@@ -401,7 +401,7 @@ func (r *Reconciler) mirrorInstance(ctx context.Context, policy *oriav1alpha1.RB
 	case len(c.Missing) > 0:
 		setReadyCondition(policy, metav1.ConditionFalse, oriav1alpha1.ReasonAPINotFound,
 			fmt.Sprintf("granted for %s, but ClusterExtension %q does not provide %s",
-				strings.Join(c.APIs, ", "), policy.Spec.ExtensionName, describeMissing(c.Missing)))
+				strings.Join(c.APIs, ", "), policy.Spec.ExtensionName, strings.Join(c.Missing, ", ")))
 	default:
 		setReadyCondition(policy, metav1.ConditionTrue, oriav1alpha1.ReasonBound,
 			fmt.Sprintf("%s access to %s for %d subjects %s", policy.Spec.Access, strings.Join(c.APIs, ", "),

@@ -462,3 +462,43 @@ func TestSchemaRejectsBadInput(t *testing.T) {
 	require.NoError(t, k8sClient.Create(context.Background(), p))
 	require.NoError(t, k8sClient.Delete(context.Background(), p))
 }
+
+// TestCompiledObjectsAreRestored: an edit of the compiled objects (spec or
+// oria's labels) is undone, and a deleted one comes back.
+func TestCompiledObjectsAreRestored(t *testing.T) {
+	ctx := context.Background()
+	ext, group := installed(t, oriav1alpha1.RBACModeFineGrained, "drift", "gears")
+	p := newPolicy(t, ext.Name, oriav1alpha1.AccessView)
+	want := getTemplate(t, p.Name)
+
+	for _, edit := range []func(*oriav1alpha1.ScopeTemplate){
+		func(st *oriav1alpha1.ScopeTemplate) { st.Labels[oriav1alpha1.LabelRBACPolicy] = "someone-else" },
+		func(st *oriav1alpha1.ScopeTemplate) {
+			st.Spec.BindingTemplate.Subjects = []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}}
+		},
+	} {
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			st := &oriav1alpha1.ScopeTemplate{}
+			require.NoError(c, k8sClient.Get(ctx, client.ObjectKeyFromObject(want), st))
+			edit(st)
+			require.NoError(c, k8sClient.Update(ctx, st))
+		}, timeout, interval)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			st := &oriav1alpha1.ScopeTemplate{}
+			require.NoError(c, k8sClient.Get(ctx, client.ObjectKeyFromObject(want), st))
+			assert.Equal(c, want.Spec, st.Spec)
+			assert.Equal(c, p.Name, st.Labels[oriav1alpha1.LabelRBACPolicy])
+		}, timeout, interval)
+	}
+
+	si := &oriav1alpha1.ScopeInstance{}
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Name: rbacpolicy.ObjectName(p.Name)}, si))
+	require.NoError(t, k8sClient.Delete(ctx, si))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := &oriav1alpha1.ScopeInstance{}
+		require.NoError(c, k8sClient.Get(ctx, client.ObjectKeyFromObject(si), got))
+		assert.NotEqual(c, si.UID, got.UID, "recreated")
+		assert.Equal(c, []string{"team-a"}, got.Spec.Namespaces)
+	}, timeout, interval)
+	assert.Equal(t, []string{"gears." + group + "-view", "gears." + group + "-view-crdview"}, templateRoles(want))
+}
