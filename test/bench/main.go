@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,7 +19,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +28,7 @@ import (
 
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/test/localcluster"
+	"github.com/operator-framework/oria/test/oriaproc"
 )
 
 // config is the parsed command line.
@@ -215,12 +214,12 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 	}
 	defer func() {
 		logf("stopping oria")
-		oria.stop()
+		oria.Stop()
 	}()
 
 	b := &bench{
 		cfg: cfg, admin: admin, md: md, oria: oria, report: report, logf: logf,
-		mem:    newSampler(ctx, oria.pid(), 100*time.Millisecond),
+		mem:    newSampler(ctx, oria.Pid(), 100*time.Millisecond),
 		cpPIDs: childPIDs("etcd", "kube-apiserver"),
 	}
 	if !cfg.noFloor {
@@ -238,104 +237,34 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 			return fmt.Errorf("scenario %s: %w", s.name, err)
 		}
 	}
-	if oria.exited() {
+	if oria.Exited() {
 		return errors.New("oria exited during the run; see " + logPath)
 	}
 	return nil
 }
 
-// oriaProcess is the oria binary running against the local control plane.
+// oriaProcess is the oria binary running against the local control plane,
+// with what the benchmark reads from it.
 type oriaProcess struct {
-	cmd       *exec.Cmd
-	done      chan struct{}
+	*oriaproc.Process
 	metrics   metrics
-	pprofURL  string
 	outDir    string
 	profile   bool
 	profiling chan struct{} // one CPU profile at a time
 }
 
 func startOria(ctx context.Context, cfg *config, kubeconfig, logPath string, args ...string) (*oriaProcess, error) {
-	var ports [3]int
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		l.Close()
-	}
-	logFile, err := os.Create(logPath)
+	proc, err := oriaproc.Start(ctx, cfg.oriaBin, kubeconfig, logPath, args...)
 	if err != nil {
 		return nil, err
 	}
-	httpc := &http.Client{Timeout: 10 * time.Second}
-	p := &oriaProcess{
-		done:      make(chan struct{}),
-		metrics:   metrics{url: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), client: httpc},
-		pprofURL:  fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", ports[2]),
+	return &oriaProcess{
+		Process:   proc,
+		metrics:   metrics{url: proc.MetricsURL, client: &http.Client{Timeout: 10 * time.Second}},
 		outDir:    cfg.outDir,
 		profile:   cfg.profile,
 		profiling: make(chan struct{}, 1),
-	}
-	all := append([]string{
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]),
-		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports[1]),
-		"--pprof-bind-address=127.0.0.1:" + strconv.Itoa(ports[2]),
-	}, args...)
-	p.cmd = exec.Command(cfg.oriaBin, all...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	// oria must not outlive the benchmark, even when it is killed.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := p.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	go func() { _ = p.cmd.Wait(); logFile.Close(); close(p.done) }()
-
-	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.done:
-			return nil, fmt.Errorf("oria exited during start-up (%v); see %s", p.cmd.ProcessState, logPath)
-		case <-ctx.Done():
-			p.stop()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if resp, err := httpc.Get(ready); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p, nil
-			}
-		}
-	}
-	p.stop()
-	return nil, fmt.Errorf("oria not ready within 1m; see %s", logPath)
-}
-
-func (p *oriaProcess) pid() int { return p.cmd.Process.Pid }
-
-func (p *oriaProcess) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM and waits for oria to exit, killing it after 30 s.
-func (p *oriaProcess) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	}, nil
 }
 
 // startCPUProfile saves a 30 s CPU profile of the scenario in the
@@ -365,7 +294,7 @@ func (p *oriaProcess) saveHeapProfile(ctx context.Context, name string) {
 func (p *oriaProcess) saveProfile(ctx context.Context, query, file string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.pprofURL+"/"+query, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.PprofURL+"/"+query, nil)
 	if err != nil {
 		return err
 	}

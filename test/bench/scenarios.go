@@ -100,7 +100,7 @@ func (b *bench) begin(ctx context.Context, name string) (*span, error) {
 	if err != nil {
 		return nil, err
 	}
-	cpu, err := procCPU(b.oria.pid())
+	cpu, err := procCPU(b.oria.Pid())
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (b *bench) begin(ctx context.Context, name string) (*span, error) {
 func (b *bench) end(ctx context.Context, s *span, r *Result) error {
 	r.WallSeconds = time.Since(s.start).Seconds()
 	r.PeakRSS = b.mem.end()
-	cpu, err := procCPU(b.oria.pid())
+	cpu, err := procCPU(b.oria.Pid())
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (b *bench) waitQuiet(ctx context.Context, what string) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-b.oria.done:
+		case <-b.oria.Done():
 			return errors.New("oria exited")
 		case <-time.After(every):
 		}
@@ -384,7 +384,7 @@ func (b *bench) idle(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-b.oria.done:
+	case <-b.oria.Done():
 		return errors.New("oria exited")
 	case <-time.After(time.Duration(b.cfg.idleSeconds) * time.Second):
 	}

@@ -33,7 +33,7 @@ func TestOriaServesHealthAndMetrics(t *testing.T) {
 		// long for a failure message.
 		assert.True(c, strings.Contains(body, "rest_client_requests_total{"), "metrics expose rest_client_requests_total")
 	}, 30*time.Second, 200*time.Millisecond)
-	assert.False(t, oria.exited(), "oria must keep running")
+	assert.False(t, oria.Exited(), "oria must keep running")
 }
 
 func TestLeaderElectionLease(t *testing.T) {

@@ -12,14 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,9 +28,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/testutil"
 	"github.com/operator-framework/oria/test/localcluster"
+	"github.com/operator-framework/oria/test/oriaproc"
 )
 
 var (
@@ -42,17 +39,8 @@ var (
 	// k8sClient is a cluster-admin client with oria's scheme.
 	k8sClient client.Client
 	// oria is the running oria process.
-	oria *oriaProcess
+	oria *oriaproc.Process
 )
-
-// oriaProcess is the oria binary running against cluster.
-type oriaProcess struct {
-	cmd        *exec.Cmd
-	done       chan struct{}
-	LogPath    string
-	MetricsURL string // http://127.0.0.1:port/metrics
-	HealthURL  string // http://127.0.0.1:port (serves /healthz and /readyz)
-}
 
 // oriaArgs are the flags the e2e suite runs oria with. The default mode is
 // Unmanaged (oria's own default); tests choose modes per ClusterExtension.
@@ -77,12 +65,9 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 
-	bin := filepath.Join(tmp, "oria")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/oria")
-	build.Dir = localcluster.RepoRoot()
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "building oria: %v\n", err)
+	bin, err := oriaproc.Build(localcluster.RepoRoot(), tmp)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 
@@ -102,103 +87,23 @@ func runMain(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "stopping local control plane: %v\n", err)
 		}
 	}()
-	scheme, err := manager.Scheme()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if k8sClient, err = client.New(cluster.Config, client.Options{Scheme: scheme}); err != nil {
+	if k8sClient, err = testutil.AdminClient(cluster); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 
-	oria, err = startOria(ctx, bin, cluster.Kubeconfig, filepath.Join(tmp, "oria.log"), oriaArgs...)
+	oria, err = oriaproc.Start(ctx, bin, cluster.Kubeconfig, filepath.Join(tmp, "oria.log"), oriaArgs...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting oria: %v\n", err)
+		tail(filepath.Join(tmp, "oria.log"), 50)
 		return 1
 	}
 	code := m.Run()
-	oria.stop()
+	oria.Stop()
 	if code != 0 {
 		tail(oria.LogPath, 200)
 	}
 	return code
-}
-
-// startOria runs bin against kubeconfig and waits until /readyz answers 200.
-func startOria(ctx context.Context, bin, kubeconfig, logPath string, args ...string) (*oriaProcess, error) {
-	metricsPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	healthPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	p := &oriaProcess{
-		LogPath:    logPath,
-		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
-		HealthURL:  fmt.Sprintf("http://127.0.0.1:%d", healthPort),
-		done:       make(chan struct{}),
-	}
-	all := append([]string{
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
-		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(healthPort),
-	}, args...)
-	p.cmd = exec.Command(bin, all...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := p.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.done) }()
-
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		select {
-		case <-p.done:
-			tail(logPath, 50)
-			return nil, fmt.Errorf("oria exited during start-up (%v)", p.cmd.ProcessState)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if status, _ := httpGet(p.HealthURL + "/readyz"); status == http.StatusOK {
-			return p, nil
-		}
-	}
-	p.stop()
-	return nil, fmt.Errorf("oria not ready within 1m; log: %s", logPath)
-}
-
-// stop sends SIGTERM and waits for oria to exit.
-func (p *oriaProcess) stop() {
-	if p == nil || p.cmd.Process == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// exited reports whether the process has exited.
-func (p *oriaProcess) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
 }
 
 func httpGet(url string) (int, string) {
@@ -216,15 +121,6 @@ func httpGet(url string) (int, string) {
 		b.WriteByte('\n')
 	}
 	return resp.StatusCode, b.String()
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // tail prints the last n lines of a file to stderr, to explain a failure.
@@ -246,7 +142,7 @@ func runBinary(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, oria.cmd.Path, args...)
+	cmd := exec.CommandContext(ctx, oria.Cmd.Path, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
 	out, err := cmd.CombinedOutput()
 	return string(out), err

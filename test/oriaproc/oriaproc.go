@@ -1,0 +1,146 @@
+// Package oriaproc runs the oria binary as a separate process against a
+// cluster, as a user runs it: the end-to-end tests and the benchmark share
+// it. Metrics, health probes and pprof listen on free loopback ports.
+package oriaproc
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Process is a running oria binary.
+type Process struct {
+	// Cmd is the running command.
+	Cmd *exec.Cmd
+	// LogPath holds oria's output.
+	LogPath string
+	// MetricsURL is the Prometheus endpoint, http://127.0.0.1:<port>/metrics.
+	MetricsURL string
+	// HealthURL serves /healthz and /readyz.
+	HealthURL string
+	// PprofURL is the net/http/pprof root, http://127.0.0.1:<port>/debug/pprof.
+	PprofURL string
+
+	done chan struct{}
+}
+
+// Build compiles ./cmd/oria of the source tree at root into dir and returns
+// the binary's path.
+func Build(root, dir string) (string, error) {
+	bin := filepath.Join(dir, "oria")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/oria")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building oria: %w", err)
+	}
+	return bin, nil
+}
+
+// Start runs bin with KUBECONFIG=kubeconfig and args (after the address
+// flags it sets), writing its output to logPath, and waits until /readyz
+// answers 200 (at most a minute).
+func Start(ctx context.Context, bin, kubeconfig, logPath string, args ...string) (*Process, error) {
+	var ports [3]int
+	for i := range ports {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = port
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{
+		LogPath:    logPath,
+		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]),
+		HealthURL:  fmt.Sprintf("http://127.0.0.1:%d", ports[1]),
+		PprofURL:   fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", ports[2]),
+		done:       make(chan struct{}),
+	}
+	all := append([]string{
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports[1]),
+		"--pprof-bind-address=127.0.0.1:" + strconv.Itoa(ports[2]),
+	}, args...)
+	p.Cmd = exec.Command(bin, all...)
+	p.Cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	p.Cmd.Stdout, p.Cmd.Stderr = logFile, logFile
+	// oria must not outlive its test or benchmark, even when that is killed.
+	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := p.Cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	go func() { _ = p.Cmd.Wait(); logFile.Close(); close(p.done) }()
+
+	httpc := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("oria exited during start-up (%v); see %s", p.Cmd.ProcessState, logPath)
+		case <-ctx.Done():
+			p.Stop()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if resp, err := httpc.Get(p.HealthURL + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p, nil
+			}
+		}
+	}
+	p.Stop()
+	return nil, fmt.Errorf("oria not ready within 1m; see %s", logPath)
+}
+
+// Pid is oria's process id.
+func (p *Process) Pid() int { return p.Cmd.Process.Pid }
+
+// Done is closed when oria has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited reports whether oria has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop sends SIGTERM and waits for oria to exit, killing it after 30 s.
+func (p *Process) Stop() {
+	if p == nil || p.Cmd.Process == nil {
+		return
+	}
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.Cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
