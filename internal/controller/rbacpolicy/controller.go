@@ -37,6 +37,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/status"
 )
 
 // DefaultConflictRecheckInterval is how often a policy in conflict looks
@@ -454,11 +455,5 @@ func setReadyCondition(policy *oriav1alpha1.RBACPolicy, status metav1.ConditionS
 // patchStatus writes the status when it changed.
 func (r *Reconciler) patchStatus(ctx context.Context, before, policy *oriav1alpha1.RBACPolicy) error {
 	policy.Status.ObservedGeneration = policy.Generation
-	if equality.Semantic.DeepEqual(before.Status, policy.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, policy, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("patching status of RBACPolicy %q: %w", policy.Name, err)
-	}
-	return nil
+	return status.Patch(ctx, r.Client, before, policy, func(p *oriav1alpha1.RBACPolicy) any { return p.Status })
 }

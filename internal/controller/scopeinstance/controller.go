@@ -48,7 +48,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,6 +65,7 @@ import (
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/status"
 )
 
 // Event reasons.
@@ -580,11 +580,5 @@ func setReadyCondition(si *oriav1alpha1.ScopeInstance, status metav1.ConditionSt
 
 // patchStatus writes the status when it changed, and only then.
 func (r *Reconciler) patchStatus(ctx context.Context, before, after *oriav1alpha1.ScopeInstance) error {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before), client.FieldOwner(oriav1alpha1.FieldOwner)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("patching ScopeInstance status: %w", err)
-	}
-	return nil
+	return status.Patch(ctx, r.Client, before, after, func(si *oriav1alpha1.ScopeInstance) any { return si.Status })
 }

@@ -23,7 +23,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,6 +39,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/status"
 )
 
 // Event reasons.
@@ -351,11 +351,5 @@ func setReadyCondition(t *oriav1alpha1.ScopeTemplate, status metav1.ConditionSta
 
 // patchStatus writes the status when it changed, and only then.
 func (r *Reconciler) patchStatus(ctx context.Context, before, after *oriav1alpha1.ScopeTemplate) error {
-	if equality.Semantic.DeepEqual(before.Status, after.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, after, client.MergeFrom(before), client.FieldOwner(oriav1alpha1.FieldOwner)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("patching ScopeTemplate status: %w", err)
-	}
-	return nil
+	return status.Patch(ctx, r.Client, before, after, func(t *oriav1alpha1.ScopeTemplate) any { return t.Status })
 }

@@ -85,8 +85,11 @@ func TestInlineRolesExistOnlyWhileUsed(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return notFound(t, generated, &rbacv1.ClusterRole{}) && notFound(t, named, &rbacv1.ClusterRole{})
 	}, timeout, interval)
-	st = eventuallyReady(t, tmpl.Name, metav1.ConditionTrue, oriav1alpha1.ReasonValid)
-	assert.Empty(t, st.Status.Instances)
+	eventuallyReady(t, tmpl.Name, metav1.ConditionTrue, oriav1alpha1.ReasonValid)
+	// The status is written after the roles are deleted: wait for it.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, get(c, tmpl.Name, &oriav1alpha1.ScopeTemplate{}).Status.Instances)
+	}, timeout, interval)
 
 	viewAfter := get(t, "view", &rbacv1.ClusterRole{})
 	assert.Equal(t, viewBefore.ResourceVersion, viewAfter.ResourceVersion, "a referenced role is never touched")

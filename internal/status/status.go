@@ -1,0 +1,30 @@
+// Package status writes the status of oria's own objects.
+package status
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+)
+
+// Patch writes obj's status when it differs from before's (status returns
+// the status struct of an object), so that a reconcile of an unchanged world
+// writes nothing. oria owns the whole status of its kinds, so a merge patch
+// against the snapshot taken at the start of the reconcile is enough. An
+// object deleted meanwhile is not an error.
+func Patch[T client.Object](ctx context.Context, c client.Client, before, obj T, status func(T) any) error {
+	if equality.Semantic.DeepEqual(status(before), status(obj)) {
+		return nil
+	}
+	err := c.Status().Patch(ctx, obj, client.MergeFrom(before), client.FieldOwner(oriav1alpha1.FieldOwner))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("patching status of %s %q: %w", reflect.TypeOf(obj).Elem().Name(), obj.GetName(), err)
+	}
+	return nil
+}
