@@ -97,8 +97,13 @@ func TestScopeInstanceStory(t *testing.T) {
 	// A new namespace created with the label is bound at once.
 	qux := createNamespace(t, "qux", map[string]string{"story": team})
 	eventuallyAccess(t, true, operator("list", qux))
-	got = waitScopeInstanceReady(t, si.Name)
-	assert.ElementsMatch(t, []string{foo, qux}, got.Status.BoundNamespaces)
+	// A namespace event changes no generation, and the binding is written
+	// before the status: wait for the status itself.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := &oriav1alpha1.ScopeInstance{}
+		require.NoError(c, k8sClient.Get(ctx, client.ObjectKeyFromObject(si), got))
+		assert.ElementsMatch(c, []string{foo, qux}, got.Status.BoundNamespaces)
+	}, time.Minute, 100*time.Millisecond)
 
 	// Deleting the instance revokes, and the template, no longer used,
 	// removes its inline role.
