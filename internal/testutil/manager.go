@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -107,4 +108,24 @@ func AdminClient(c *localcluster.Cluster) (client.Client, error) {
 		return nil, err
 	}
 	return client.New(c.Config, client.Options{Scheme: scheme})
+}
+
+// RunWithManager is RunMain for integration suites that share one manager:
+// once the control plane is up it sets *admin to an uncached cluster-admin
+// client, then runs a manager as OriaUser (oria's own RBAC, not
+// cluster-admin) with the controllers setup registers, and sets *mgr to it.
+func RunWithManager(m *testing.M, cluster **localcluster.Cluster, admin *client.Client, mgr *ctrl.Manager, setup func(ctrl.Manager) error) {
+	RunMain(m, cluster, false, func() (func(), error) {
+		var err error
+		if *admin, err = AdminClient(*cluster); err != nil {
+			return nil, err
+		}
+		cfg, err := OriaConfig(context.Background(), *cluster, *admin)
+		if err != nil {
+			return nil, err
+		}
+		var stop func()
+		*mgr, stop, err = StartManager(cfg, setup)
+		return stop, err
+	})
 }

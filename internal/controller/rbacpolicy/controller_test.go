@@ -27,7 +27,8 @@ import (
 var (
 	cluster   *localcluster.Cluster
 	k8sClient client.Client
-	mgrClient client.Client
+	// mgr runs only the RBACPolicy controller, as oria's own RBAC.
+	mgr ctrl.Manager
 )
 
 const (
@@ -40,25 +41,9 @@ const (
 // writing ScopeInstance status, which isolates the policy's own logic (the
 // whole chain runs in test/e2e).
 func TestMain(m *testing.M) {
-	testutil.RunMain(m, &cluster, false, func() (func(), error) {
-		var err error
-		if k8sClient, err = testutil.AdminClient(cluster); err != nil {
-			return nil, err
-		}
-		// The controller runs with oria's own RBAC, not as cluster-admin.
-		cfg, err := testutil.OriaConfig(context.Background(), cluster, k8sClient)
-		if err != nil {
-			return nil, err
-		}
-		mgr, stop, err := testutil.StartManager(cfg, func(mg ctrl.Manager) error {
-			return rbacpolicy.SetupWithManager(mg, rbacpolicy.Options{
-				DefaultMode: oriav1alpha1.RBACModeUnmanaged, MaxConcurrentReconciles: 2, ConflictRecheckInterval: time.Second})
-		})
-		if err != nil {
-			return nil, err
-		}
-		mgrClient = mgr.GetClient()
-		return stop, nil
+	testutil.RunWithManager(m, &cluster, &k8sClient, &mgr, func(mg ctrl.Manager) error {
+		return rbacpolicy.SetupWithManager(mg, rbacpolicy.Options{
+			DefaultMode: oriav1alpha1.RBACModeUnmanaged, MaxConcurrentReconciles: 2, ConflictRecheckInterval: time.Second})
 	})
 }
 
@@ -195,7 +180,7 @@ func TestCompilesAndMirrorsInstance(t *testing.T) {
 	assert.Equal(t, st.Name, got.Status.ScopeTemplateName)
 
 	// Quiet: with nothing changed, a reconcile writes nothing.
-	counting, writes := testutil.CountingClient(mgrClient)
+	counting, writes := testutil.CountingClient(mgr.GetClient())
 	r := &rbacpolicy.Reconciler{Client: counting, Recorder: events.NewFakeRecorder(10), DefaultMode: oriav1alpha1.RBACModeUnmanaged}
 	for range 3 {
 		_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: p.Name}})

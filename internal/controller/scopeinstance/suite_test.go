@@ -2,6 +2,7 @@ package scopeinstance_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -41,27 +42,11 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	testutil.RunMain(m, &cluster, false, func() (func(), error) {
-		var err error
-		if k8sClient, err = testutil.AdminClient(cluster); err != nil {
-			return nil, err
-		}
-		// The controllers run with oria's own RBAC, not as cluster-admin.
-		cfg, err := testutil.OriaConfig(context.Background(), cluster, k8sClient)
-		if err != nil {
-			return nil, err
-		}
-		var stop func()
-		mgr, stop, err = testutil.StartManager(cfg, func(mg ctrl.Manager) error {
-			if err := scopetemplate.SetupWithManager(mg, scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}); err != nil {
-				return err
-			}
-			if err := scopeinstance.SetupWithManager(mg, scopeinstance.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}); err != nil {
-				return err
-			}
-			return nil
-		})
-		return stop, err
+	testutil.RunWithManager(m, &cluster, &k8sClient, &mgr, func(mg ctrl.Manager) error {
+		return errors.Join(
+			scopetemplate.SetupWithManager(mg, scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}),
+			scopeinstance.SetupWithManager(mg, scopeinstance.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}),
+		)
 	})
 }
 
