@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strings"
+
 // Label and annotation keys used by oria. They live in one place so that the
 // controllers, the cache filters and the documentation cannot drift apart.
 const (
@@ -75,6 +77,16 @@ const (
 
 // RBACModes lists the valid RBACMode values in documentation order.
 var RBACModes = []RBACMode{RBACModeLegacy, RBACModeFineGrained, RBACModeUnmanaged}
+
+// RBACModeNames lists the valid modes for messages: "Legacy, FineGrained,
+// Unmanaged".
+func RBACModeNames() string {
+	s := make([]string, len(RBACModes))
+	for i, m := range RBACModes {
+		s[i] = string(m)
+	}
+	return strings.Join(s, ", ")
+}
 
 // ParseRBACMode returns the RBACMode spelled s and whether s is a valid mode.
 // Matching is exact: Kubernetes enum values are case-sensitive.

@@ -2,19 +2,18 @@ package binding
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/subjects"
 )
 
 // Namespace is what the binding layer needs to know about a namespace.
@@ -103,13 +102,9 @@ func ResolveTargets(spec oriav1alpha1.ScopeInstanceSpec, namespaces []Namespace)
 // subject cannot be bound cluster-wide: a ServiceAccount without a
 // namespace means "in each target namespace", which a ClusterRoleBinding
 // cannot express.
-func ValidateClusterSubjects(subjects []rbacv1.Subject) *SpecError {
-	var problems []string
-	for i, s := range subjects {
-		if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == "" {
-			problems = append(problems, fmt.Sprintf("subjects[%d]: ServiceAccount %q has no namespace, so it can only be bound in namespaces (set spec.namespaces or spec.namespaceSelector on the instance, or a namespace on the subject)", i, s.Name))
-		}
-	}
+func ValidateClusterSubjects(subj []rbacv1.Subject) *SpecError {
+	problems := subjects.RequireNamespaces(subj, "subjects",
+		"so it can only be bound in namespaces (set spec.namespaces or spec.namespaceSelector on the instance, or a namespace on the subject)")
 	if len(problems) > 0 {
 		return &SpecError{Reason: oriav1alpha1.ReasonInvalidSubject, Message: strings.Join(problems, "; ")}
 	}
@@ -123,12 +118,12 @@ func roleRef(role string) rbacv1.RoleRef {
 
 // RoleBindings returns one RoleBinding per role in each namespace, sorted by
 // namespace then name.
-func RoleBindings(inst *oriav1alpha1.ScopeInstance, template string, roles []string, subjects []rbacv1.Subject, namespaces []string) []*rbacv1.RoleBinding {
-	owner := OwnerReference(KindScopeInstance, inst.Name, inst.UID)
-	lbls := InstanceLabels(inst.Name, template)
+func RoleBindings(inst *oriav1alpha1.ScopeInstance, template string, roles []string, subj []rbacv1.Subject, namespaces []string) []*rbacv1.RoleBinding {
+	owner := ownership.Ref(ownership.KindScopeInstance, inst.Name, inst.UID)
+	lbls := ownership.InstanceLabels(inst.Name, template)
 	out := make([]*rbacv1.RoleBinding, 0, len(roles)*len(namespaces))
 	for _, ns := range namespaces {
-		subj := NormalizeSubjects(subjects, ns)
+		nsSubj := subjects.Normalize(subj, ns)
 		for _, role := range roles {
 			out = append(out, &rbacv1.RoleBinding{
 				TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
@@ -139,7 +134,7 @@ func RoleBindings(inst *oriav1alpha1.ScopeInstance, template string, roles []str
 					OwnerReferences: []metav1.OwnerReference{owner},
 				},
 				RoleRef:  roleRef(role),
-				Subjects: subj,
+				Subjects: nsSubj,
 			})
 		}
 	}
@@ -151,10 +146,10 @@ func RoleBindings(inst *oriav1alpha1.ScopeInstance, template string, roles []str
 
 // ClusterRoleBindings returns one ClusterRoleBinding per role, sorted by
 // name. Subjects must have passed ValidateClusterSubjects.
-func ClusterRoleBindings(inst *oriav1alpha1.ScopeInstance, template string, roles []string, subjects []rbacv1.Subject) []*rbacv1.ClusterRoleBinding {
-	owner := OwnerReference(KindScopeInstance, inst.Name, inst.UID)
-	lbls := InstanceLabels(inst.Name, template)
-	subj := NormalizeSubjects(subjects, "")
+func ClusterRoleBindings(inst *oriav1alpha1.ScopeInstance, template string, roles []string, subj []rbacv1.Subject) []*rbacv1.ClusterRoleBinding {
+	owner := ownership.Ref(ownership.KindScopeInstance, inst.Name, inst.UID)
+	lbls := ownership.InstanceLabels(inst.Name, template)
+	subj = subjects.Normalize(subj, "")
 	out := make([]*rbacv1.ClusterRoleBinding, 0, len(roles))
 	for _, role := range roles {
 		out = append(out, &rbacv1.ClusterRoleBinding{
@@ -172,31 +167,6 @@ func ClusterRoleBindings(inst *oriav1alpha1.ScopeInstance, template string, role
 	return out
 }
 
-// BindingOwned reports whether a binding with these labels and
-// ownerReferences was created by oria for the named instance.
-func BindingOwned(obj metav1.Object, instance string) bool {
-	return labelsContain(obj.GetLabels(), map[string]string{
-		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
-		oriav1alpha1.LabelScopeInstance: names.LabelValue(instance),
-	}) || controllerName(obj.GetOwnerReferences(), KindScopeInstance) == instance
-}
-
-// RoleBindingUpToDate reports whether cur has everything of want.
-func RoleBindingUpToDate(cur, want *rbacv1.RoleBinding) bool {
-	return labelsContain(cur.Labels, want.Labels) &&
-		controlledBy(cur.OwnerReferences, want.OwnerReferences[0]) &&
-		cur.RoleRef == want.RoleRef &&
-		equality.Semantic.DeepEqual(cur.Subjects, want.Subjects)
-}
-
-// ClusterRoleBindingUpToDate reports whether cur has everything of want.
-func ClusterRoleBindingUpToDate(cur, want *rbacv1.ClusterRoleBinding) bool {
-	return labelsContain(cur.Labels, want.Labels) &&
-		controlledBy(cur.OwnerReferences, want.OwnerReferences[0]) &&
-		cur.RoleRef == want.RoleRef &&
-		equality.Semantic.DeepEqual(cur.Subjects, want.Subjects)
-}
-
 func sortByName[T metav1.Object](objs []T) {
 	slices.SortFunc(objs, func(a, b T) int { return cmp.Compare(a.GetName(), b.GetName()) })
 }
@@ -208,7 +178,7 @@ func sortByName[T metav1.Object](objs []T) {
 func Keep(instance string, want []client.Object, t Targets, pending []string) map[types.NamespacedName]bool {
 	keep := make(map[types.NamespacedName]bool, len(want))
 	for _, o := range want {
-		keep[Key(o)] = true
+		keep[key(o)] = true
 	}
 	for _, role := range pending {
 		name := BindingName(instance, role)
@@ -228,7 +198,7 @@ func Keep(instance string, want []client.Object, t Targets, pending []string) ma
 func Stale[T client.Object](existing []T, keep map[types.NamespacedName]bool, t Targets) []T {
 	var out []T
 	for _, o := range existing {
-		if !keep[Key(o)] && !slices.Contains(t.Terminating, o.GetNamespace()) {
+		if !keep[key(o)] && !slices.Contains(t.Terminating, o.GetNamespace()) {
 			out = append(out, o)
 		}
 	}
@@ -242,4 +212,8 @@ func Objects[T client.Object](objs []T) []client.Object {
 		out[i] = o
 	}
 	return out
+}
+
+func key(o client.Object) types.NamespacedName {
+	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 }

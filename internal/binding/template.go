@@ -5,13 +5,13 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/subjects"
 )
 
 // Role is one ClusterRole of a template, resolved.
@@ -92,7 +92,7 @@ func ValidateTemplate(t *oriav1alpha1.ScopeTemplate) *SpecError {
 	if len(problems) > 0 {
 		return &SpecError{Reason: oriav1alpha1.ReasonInvalidSpec, Message: strings.Join(problems, "; ")}
 	}
-	if problems := ValidateSubjects(t.Spec.BindingTemplate.Subjects); len(problems) > 0 {
+	if problems := subjects.Validate(t.Spec.BindingTemplate.Subjects, "spec.bindingTemplate.subjects"); len(problems) > 0 {
 		return &SpecError{Reason: oriav1alpha1.ReasonInvalidSubject, Message: strings.Join(problems, "; ")}
 	}
 	return nil
@@ -121,48 +121,10 @@ func validatePolicyRule(rule rbacv1.PolicyRule) []string {
 	return problems
 }
 
-// ValidateSubjects returns a message for every subject a binding cannot
-// name, mirroring the API server's checks: the kind must be User, Group or
-// ServiceAccount, the name non-empty; a ServiceAccount has no API group, a
-// valid (lowercase DNS subdomain) name and, when given, a valid namespace;
-// User and Group have no API group other than rbac.authorization.k8s.io.
-func ValidateSubjects(subjects []rbacv1.Subject) []string {
-	var problems []string
-	for i, s := range subjects {
-		at := fmt.Sprintf("spec.bindingTemplate.subjects[%d]", i)
-		if s.Name == "" {
-			problems = append(problems, at+": name is required")
-		}
-		switch s.Kind {
-		case rbacv1.ServiceAccountKind:
-			if s.APIGroup != "" {
-				problems = append(problems, fmt.Sprintf("%s: a ServiceAccount has no apiGroup (got %q)", at, s.APIGroup))
-			}
-			if s.Name != "" {
-				for _, msg := range validation.IsDNS1123Subdomain(s.Name) {
-					problems = append(problems, fmt.Sprintf("%s: ServiceAccount name %q is not valid: %s", at, s.Name, msg))
-				}
-			}
-			if s.Namespace != "" {
-				for _, msg := range validation.IsDNS1123Label(s.Namespace) {
-					problems = append(problems, fmt.Sprintf("%s: namespace %q is not valid: %s", at, s.Namespace, msg))
-				}
-			}
-		case rbacv1.UserKind, rbacv1.GroupKind:
-			if s.APIGroup != "" && s.APIGroup != rbacv1.GroupName {
-				problems = append(problems, fmt.Sprintf("%s: apiGroup of a %s must be %q (got %q)", at, s.Kind, rbacv1.GroupName, s.APIGroup))
-			}
-		default:
-			problems = append(problems, fmt.Sprintf("%s: kind %q is not one of User, Group, ServiceAccount", at, s.Kind))
-		}
-	}
-	return problems
-}
-
 // ClusterRoles returns the inline ClusterRoles of a valid template, sorted by
 // name, as oria writes them.
 func ClusterRoles(t *oriav1alpha1.ScopeTemplate) []*rbacv1.ClusterRole {
-	owner := OwnerReference(KindScopeTemplate, t.Name, t.UID)
+	owner := ownership.Ref(ownership.KindScopeTemplate, t.Name, t.UID)
 	var out []*rbacv1.ClusterRole
 	for _, r := range Roles(t) {
 		if !r.Inline {
@@ -172,7 +134,7 @@ func ClusterRoles(t *oriav1alpha1.ScopeTemplate) []*rbacv1.ClusterRole {
 			TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 			ObjectMeta: metav1.ObjectMeta{
 				Name:            r.Name,
-				Labels:          TemplateLabels(t.Name),
+				Labels:          ownership.TemplateLabels(t.Name),
 				OwnerReferences: []metav1.OwnerReference{owner},
 			},
 			Rules: r.Rules,
@@ -180,20 +142,4 @@ func ClusterRoles(t *oriav1alpha1.ScopeTemplate) []*rbacv1.ClusterRole {
 	}
 	sortByName(out)
 	return out
-}
-
-// ClusterRoleOwned reports whether cr was created by oria for the named
-// template: it carries the template's labels or is controlled by a
-// ScopeTemplate of that name. (A role of a deleted template of the same name
-// counts: the new template adopts it.)
-func ClusterRoleOwned(cr *rbacv1.ClusterRole, template string) bool {
-	return labelsContain(cr.Labels, TemplateLabels(template)) || controllerName(cr.OwnerReferences, KindScopeTemplate) == template
-}
-
-// ClusterRoleUpToDate reports whether cur has everything of want: labels,
-// controller, rules.
-func ClusterRoleUpToDate(cur, want *rbacv1.ClusterRole) bool {
-	return labelsContain(cur.Labels, want.Labels) &&
-		controlledBy(cur.OwnerReferences, want.OwnerReferences[0]) &&
-		equality.Semantic.DeepEqual(cur.Rules, want.Rules)
 }

@@ -83,19 +83,42 @@ func LabelValue(s string) string {
 	return prefix + "-" + Hash(s)
 }
 
-// Role kinds of the ClusterRoles oria generates for each API of an extension.
+// RoleKind is one of the four ClusterRoles oria generates for every API of
+// an extension. Its value is the suffix of the role's name and the value of
+// the oria.operatorframework.io/role label.
+type RoleKind string
+
+// Role kinds, in name order.
 const (
-	RoleAdmin       = "admin"
-	RoleEdit        = "edit"
-	RoleView        = "view"
-	RoleViewCRDView = "view-crdview"
+	// RoleAdmin grants every verb on the API's resource.
+	RoleAdmin RoleKind = "admin"
+	// RoleEdit grants create, update, patch and delete.
+	RoleEdit RoleKind = "edit"
+	// RoleView grants get, list and watch.
+	RoleView RoleKind = "view"
+	// RoleViewCRDView grants get on the API's CustomResourceDefinition, so
+	// that viewers can discover the schema (kubectl explain) as in OLM v0.
+	RoleViewCRDView RoleKind = "view-crdview"
 )
 
-// ExtensionRole returns the name of the generated ClusterRole of the given
-// kind (RoleAdmin, RoleEdit, RoleView, RoleViewCRDView) for the CRD named
-// crdName: "<plural>.<group>-<kind>", shortened to MaxObjectName. It is the
-// one definition shared by the extension controller, which creates the roles,
-// and the RBACPolicy controller, which binds them.
-func ExtensionRole(crdName, kind string) string {
-	return Shorten(crdName+"-"+kind, MaxObjectName)
+// RoleKinds lists the generated roles of one API in name order.
+var RoleKinds = []RoleKind{RoleAdmin, RoleEdit, RoleView, RoleViewCRDView}
+
+// ExtensionRole returns the name of the generated ClusterRole of kind k for
+// the CRD named crdName: "<plural>.<group>-<kind>", shortened to
+// MaxObjectName. It is the one definition of these names: the extension
+// controller creates the roles under it, the RBACPolicy compiler and the
+// admission guard bind and check them under it.
+func ExtensionRole(crdName string, k RoleKind) string {
+	return Shorten(crdName+"-"+string(k), MaxObjectName)
+}
+
+// SplitCRDName returns the plural resource and the API group of a CRD from
+// its name. The API server only accepts CRDs named "<plural>.<group>", so the
+// name alone is enough and the (large) spec need not be read; a name without
+// a dot cannot be a valid CRD and is treated as a resource of the core group
+// rather than rejected, so a malformed object cannot stop the reconcile.
+func SplitCRDName(crd string) (plural, group string) {
+	plural, group, _ = strings.Cut(crd, ".")
+	return plural, group
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,4 +28,13 @@ func Patch[T client.Object](ctx context.Context, c client.Client, before, obj T,
 		return fmt.Errorf("patching status of %s %q: %w", reflect.TypeOf(obj).Elem().Name(), obj.GetName(), err)
 	}
 	return nil
+}
+
+// Enumerate joins items for a message, naming at most max of them:
+// "a, b, c and 7 more".
+func Enumerate(items []string, max int) string {
+	if len(items) <= max {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:max], ", "), len(items)-max)
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller/extension"
 	"github.com/operator-framework/oria/internal/names"
 )
 
@@ -107,7 +108,7 @@ func (f *floor) run(ctx context.Context, gvr schema.GroupVersionResource, n int,
 // clusterRoles creates the ClusterRoles of scenario 1: the four roles oria
 // generates for each CRD, with the same rules.
 func (f *floor) clusterRoles(ctx context.Context, crds []crdName) (time.Duration, error) {
-	kinds := []string{names.RoleAdmin, names.RoleEdit, names.RoleView, names.RoleViewCRDView}
+	kinds := names.RoleKinds
 	return f.run(ctx, clusterRolesGVR, len(crds)*len(kinds), func(ctx context.Context, i int) error {
 		crd, kind := crds[i/len(kinds)], kinds[i%len(kinds)]
 		cr := &rbacv1.ClusterRole{
@@ -116,11 +117,11 @@ func (f *floor) clusterRoles(ctx context.Context, crds []crdName) (time.Duration
 				Labels: map[string]string{
 					labelFloor:                  "true",
 					oriav1alpha1.LabelExtension: crd.extension,
-					oriav1alpha1.LabelRole:      kind,
+					oriav1alpha1.LabelRole:      string(kind),
 				},
 				Annotations: map[string]string{oriav1alpha1.AnnotationCRD: crd.String()},
 			},
-			Rules: roleRules(crd, kind),
+			Rules: extension.RoleRules(crd.String(), kind),
 		}
 		if f.apply {
 			cr.TypeMeta = metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"}
@@ -132,26 +133,6 @@ func (f *floor) clusterRoles(ctx context.Context, crds []crdName) (time.Duration
 		_, err := f.cs.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{})
 		return err
 	})
-}
-
-// roleRules are the rules of a generated role (design.md, "role rules").
-func roleRules(crd crdName, kind string) []rbacv1.PolicyRule {
-	res := func(verbs ...string) []rbacv1.PolicyRule {
-		return []rbacv1.PolicyRule{{APIGroups: []string{crd.group}, Resources: []string{crd.plural}, Verbs: verbs}}
-	}
-	switch kind {
-	case names.RoleAdmin:
-		return res("*")
-	case names.RoleEdit:
-		return res("create", "update", "patch", "delete")
-	case names.RoleView:
-		return res("get", "list", "watch")
-	default:
-		return []rbacv1.PolicyRule{{
-			APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
-			Verbs: []string{"get"}, ResourceNames: []string{crd.String()},
-		}}
-	}
 }
 
 // roleBindings creates one RoleBinding of the fan-out's role in each

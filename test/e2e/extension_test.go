@@ -16,6 +16,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/extension"
+	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -99,9 +100,9 @@ func TestExtensionRBACModes(t *testing.T) {
 		setRBACMode(t, ext.Name, oriav1alpha1.RBACModeFineGrained)
 		waitExtensionCondition(t, ext.Name, metav1.ConditionTrue, oriav1alpha1.ReasonFineGrained)
 		// The roles exist, for RBACPolicies to bind, but aggregate nowhere.
-		for _, k := range extension.RoleKinds {
+		for _, k := range names.RoleKinds {
 			r := &rbacv1.ClusterRole{}
-			require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Name: extension.RoleName(crdName, k)}, r))
+			require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Name: names.ExtensionRole(crdName, k)}, r))
 			assert.NotContains(t, r.Labels, extension.AggregationLabel(k))
 		}
 		eventuallyAccess(t, false, append(granted, neverGranted...)...)
@@ -118,8 +119,8 @@ func TestExtensionRBACModes(t *testing.T) {
 		cond := waitExtensionCondition(t, ext.Name, metav1.ConditionFalse, oriav1alpha1.ReasonUnmanaged)
 		assert.Contains(t, cond.Message, "not managed by oria")
 		require.Eventually(t, func() bool {
-			for _, k := range extension.RoleKinds {
-				if !apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: extension.RoleName(crdName, k)}, &rbacv1.ClusterRole{})) {
+			for _, k := range names.RoleKinds {
+				if !apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: names.ExtensionRole(crdName, k)}, &rbacv1.ClusterRole{})) {
 					return false
 				}
 			}
@@ -144,8 +145,8 @@ func TestExtensionRBACModes(t *testing.T) {
 		eventuallyAccess(t, true, granted...)
 		require.NoError(t, k8sClient.Delete(ctx, ext))
 		eventuallyAccess(t, false, granted...)
-		for _, k := range extension.RoleKinds {
-			assert.True(t, apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: extension.RoleName(crdName, k)}, &rbacv1.ClusterRole{})))
+		for _, k := range names.RoleKinds {
+			assert.True(t, apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: names.ExtensionRole(crdName, k)}, &rbacv1.ClusterRole{})))
 		}
 	})
 }

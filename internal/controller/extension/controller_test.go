@@ -24,6 +24,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/extension"
+	"github.com/operator-framework/oria/internal/names"
 )
 
 var (
@@ -153,7 +154,7 @@ func TestDrift(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("deleted role is recreated", func(t *testing.T) {
-		view := roles[extension.RoleName(crd, extension.RoleView)]
+		view := roles[names.ExtensionRole(crd, names.RoleView)]
 		require.NoError(t, k8sClient.Delete(ctx, view))
 		require.Eventually(t, func() bool {
 			cr := &rbacv1.ClusterRole{}
@@ -163,7 +164,7 @@ func TestDrift(t *testing.T) {
 	})
 
 	t.Run("edited rules are restored", func(t *testing.T) {
-		edit := getRole(t, extension.RoleName(crd, extension.RoleEdit))
+		edit := getRole(t, names.ExtensionRole(crd, names.RoleEdit))
 		edit.Rules[0].Verbs = append(edit.Rules[0].Verbs, "deletecollection")
 		edit.Rules = append(edit.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}})
 		require.NoError(t, k8sClient.Update(ctx, edit))
@@ -171,7 +172,7 @@ func TestDrift(t *testing.T) {
 	})
 
 	t.Run("removed aggregation label is restored", func(t *testing.T) {
-		admin := getRole(t, extension.RoleName(crd, extension.RoleAdmin))
+		admin := getRole(t, names.ExtensionRole(crd, names.RoleAdmin))
 		delete(admin.Labels, oriav1alpha1.LabelAggregateToAdmin)
 		require.NoError(t, k8sClient.Update(ctx, admin))
 		waitRoles(t, ce, legacy, []string{crd})
@@ -180,7 +181,7 @@ func TestDrift(t *testing.T) {
 	t.Run("role stripped of oria's managed-by label is re-adopted", func(t *testing.T) {
 		// The role drops out of oria's cache; its owner reference still
 		// says it is oria's.
-		crdview := getRole(t, extension.RoleName(crd, extension.RoleViewCRD))
+		crdview := getRole(t, names.ExtensionRole(crd, names.RoleViewCRDView))
 		delete(crdview.Labels, oriav1alpha1.LabelManagedBy)
 		require.NoError(t, k8sClient.Update(ctx, crdview))
 		waitRoles(t, ce, legacy, []string{crd})
@@ -191,7 +192,7 @@ func TestDrift(t *testing.T) {
 	t.Run("aggregation label added by someone else to a FineGrained role is removed", func(t *testing.T) {
 		setMode(t, ce.Name, string(fineGrained))
 		waitRoles(t, ce, fineGrained, []string{crd})
-		view := getRole(t, extension.RoleName(crd, extension.RoleView))
+		view := getRole(t, names.ExtensionRole(crd, names.RoleView))
 		view.Labels[oriav1alpha1.LabelAggregateToView] = "true"
 		require.NoError(t, k8sClient.Update(ctx, view, client.FieldOwner("kubectl-label")))
 		waitRoles(t, ce, fineGrained, []string{crd})
@@ -207,7 +208,7 @@ func TestConflict(t *testing.T) {
 	ctx := context.Background()
 	crd := "foos." + group()
 
-	foreignName := extension.RoleName(crd, extension.RoleView)
+	foreignName := names.ExtensionRole(crd, names.RoleView)
 	foreign := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: foreignName, Labels: map[string]string{"team": "platform"}},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}},
@@ -221,7 +222,7 @@ func TestConflict(t *testing.T) {
 	// delete this one at once, as the other extension no longer has the
 	// CRD).
 	otherExt := newExtension(t, "Bogus")
-	otherName := extension.RoleName(crd, extension.RoleEdit)
+	otherName := names.ExtensionRole(crd, names.RoleEdit)
 	other := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: otherName, Labels: map[string]string{
 			oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue, oriav1alpha1.LabelExtension: otherExt.Name,
@@ -289,7 +290,7 @@ func TestBundleProvidedRoles(t *testing.T) {
 	e := startManager(t, extension.Options{DefaultMode: unmanaged})
 	crd := "foos." + group()
 	ce := newExtension(t, fineGrained)
-	adminName, viewName := extension.RoleName(crd, extension.RoleAdmin), extension.RoleName(crd, extension.RoleView)
+	adminName, viewName := names.ExtensionRole(crd, names.RoleAdmin), names.ExtensionRole(crd, names.RoleView)
 	bundleRole(t, ce.Name, adminName, nil)
 	// This one aggregates to view on its own account: oria must not remove
 	// the bundle's label when leaving Legacy.
@@ -368,10 +369,10 @@ func TestBundleProvidedRoles(t *testing.T) {
 	// A bundle role of another extension under the name is a conflict.
 	other := newExtension(t, legacy)
 	crd2 := "bars." + group()
-	bundleRole(t, other.Name, extension.RoleName(crd2, extension.RoleEdit), nil)
+	bundleRole(t, other.Name, names.ExtensionRole(crd2, names.RoleEdit), nil)
 	addCRD(t, ce.Name, crd2)
 	setMode(t, ce.Name, string(legacy))
-	waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonConflict, extension.RoleName(crd2, extension.RoleEdit))
+	waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonConflict, names.ExtensionRole(crd2, names.RoleEdit))
 }
 
 // TestInvalidMode: an unknown mode is reported and changes nothing.
@@ -548,7 +549,7 @@ func TestCreateNeverTakesOver(t *testing.T) {
 	crd := "foos." + group()
 	ce := newExtension(t, "Bogus") // the running controller leaves it alone
 	addCRD(t, ce.Name, crd)
-	foreignName := extension.RoleName(crd, extension.RoleView)
+	foreignName := names.ExtensionRole(crd, names.RoleView)
 	foreign := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: foreignName, Labels: map[string]string{"team": "platform"}},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}},

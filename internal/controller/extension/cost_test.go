@@ -15,6 +15,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/extension"
+	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -46,7 +47,7 @@ func TestModeSwitchCost(t *testing.T) {
 		}
 	})
 
-	roles := len(crds) * len(extension.RoleKinds)
+	roles := len(crds) * len(names.RoleKinds)
 	assert.Equal(t, int64(roles+1), writes.Total(), "want one create per role and one status write: %s", writes)
 	for _, name := range roleNames(crds) {
 		getRole(t, name)

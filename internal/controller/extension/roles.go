@@ -1,64 +1,40 @@
 package extension
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
 
-	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
-	"k8s.io/utils/ptr"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/ownership"
 )
-
-// RoleKind is one of the four ClusterRoles generated for every API of an
-// extension. Its value is the suffix of the role name and the value of the
-// oria.operatorframework.io/role label.
-type RoleKind string
-
-const (
-	// RoleAdmin grants every verb on the API's resource.
-	RoleAdmin RoleKind = "admin"
-	// RoleEdit grants create, update, patch and delete.
-	RoleEdit RoleKind = "edit"
-	// RoleView grants get, list and watch.
-	RoleView RoleKind = "view"
-	// RoleViewCRD grants get on the API's CustomResourceDefinition, so that
-	// viewers can discover the schema (kubectl explain) as in OLM v0.
-	RoleViewCRD RoleKind = "view-crdview"
-)
-
-// RoleKinds lists the generated roles of one API in name order.
-var RoleKinds = []RoleKind{RoleAdmin, RoleEdit, RoleView, RoleViewCRD}
 
 // aggregationLabel is the Kubernetes aggregation label each role carries in
 // Legacy mode: the viewer's CRD access aggregates into view with the viewer's
 // resource access.
-var aggregationLabel = map[RoleKind]string{
-	RoleAdmin:   oriav1alpha1.LabelAggregateToAdmin,
-	RoleEdit:    oriav1alpha1.LabelAggregateToEdit,
-	RoleView:    oriav1alpha1.LabelAggregateToView,
-	RoleViewCRD: oriav1alpha1.LabelAggregateToView,
+var aggregationLabel = map[names.RoleKind]string{
+	names.RoleAdmin:       oriav1alpha1.LabelAggregateToAdmin,
+	names.RoleEdit:        oriav1alpha1.LabelAggregateToEdit,
+	names.RoleView:        oriav1alpha1.LabelAggregateToView,
+	names.RoleViewCRDView: oriav1alpha1.LabelAggregateToView,
 }
 
 // AggregationLabel returns the aggregation label key of a role kind.
-func AggregationLabel(k RoleKind) string { return aggregationLabel[k] }
+func AggregationLabel(k names.RoleKind) string { return aggregationLabel[k] }
 
-// knownLabels are the label keys oria may set on a generated ClusterRole. A
-// key in this set that oria does not want on a role (an aggregation label
-// after leaving Legacy mode, say) must be absent for the role to be in its
-// desired state; any other label belongs to someone else and is left alone.
-var knownLabels = []string{
-	oriav1alpha1.LabelManagedBy,
-	oriav1alpha1.LabelExtension,
-	oriav1alpha1.LabelRole,
+// exclusiveLabels are the label keys oria decides on for a generated
+// ClusterRole: one of them that oria does not want on a role (an aggregation
+// label on a FineGrained role, which would widen access) is removed, even if
+// someone else set it. Any other label is someone else's and left alone.
+var exclusiveLabels = []string{
 	oriav1alpha1.LabelAggregateToAdmin,
 	oriav1alpha1.LabelAggregateToEdit,
 	oriav1alpha1.LabelAggregateToView,
@@ -70,37 +46,21 @@ type Extension struct {
 	UID  types.UID
 }
 
-// RoleName returns the name of the role of kind k for the CRD named crd:
-// "<crd>-<kind>", shortened deterministically when it would exceed the
-// 253-character name limit.
-func RoleName(crd string, k RoleKind) string {
-	return names.Shorten(crd+"-"+string(k), names.MaxObjectName)
-}
-
-// SplitCRDName returns the plural resource and the API group of a CRD from
-// its name. The API server only accepts CRDs named "<plural>.<group>", so the
-// name alone is enough and the (large) spec need not be read; a name without
-// a dot cannot be a valid CRD and is treated as a resource of the core group
-// rather than rejected, so a malformed object cannot stop the reconcile.
-func SplitCRDName(crd string) (plural, group string) {
-	plural, group, _ = strings.Cut(crd, ".")
-	return plural, group
-}
-
-// rules returns the policy rules of the role of kind k for the CRD named crd.
-func rules(crd string, k RoleKind) []rbacv1.PolicyRule {
-	plural, group := SplitCRDName(crd)
+// RoleRules returns the policy rules of the role of kind k for the CRD named
+// crd (design.md, "role rules").
+func RoleRules(crd string, k names.RoleKind) []rbacv1.PolicyRule {
+	plural, group := names.SplitCRDName(crd)
 	rule := func(verbs ...string) []rbacv1.PolicyRule {
 		return []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: []string{plural}, Verbs: verbs}}
 	}
 	switch k {
-	case RoleAdmin:
+	case names.RoleAdmin:
 		return rule(rbacv1.VerbAll)
-	case RoleEdit:
+	case names.RoleEdit:
 		return rule("create", "update", "patch", "delete")
-	case RoleView:
+	case names.RoleView:
 		return rule("get", "list", "watch")
-	case RoleViewCRD:
+	case names.RoleViewCRDView:
 		return []rbacv1.PolicyRule{{
 			APIGroups:     []string{apiextensionsv1.GroupName},
 			Resources:     []string{"customresourcedefinitions"},
@@ -111,117 +71,125 @@ func rules(crd string, k RoleKind) []rbacv1.PolicyRule {
 	return nil
 }
 
-// OwnerReference returns the controller reference generated roles carry to
-// their ClusterExtension, so the garbage collector removes them with the
-// extension even when oria is not running.
-func OwnerReference(ext Extension) *metav1ac.OwnerReferenceApplyConfiguration {
-	return metav1ac.OwnerReference().
-		WithAPIVersion(ocv1.GroupVersion.String()).
-		WithKind(ocv1.ClusterExtensionKind).
-		WithName(ext.Name).
-		WithUID(ext.UID).
-		WithController(true)
+// managedMode reports whether oria generates roles in mode.
+func managedMode(mode oriav1alpha1.RBACMode) bool {
+	return mode == oriav1alpha1.RBACModeLegacy || mode == oriav1alpha1.RBACModeFineGrained
 }
 
 // DesiredRoles returns the ClusterRoles oria generates for an extension that
-// provides the CRDs named crds, in the given mode, sorted by name. Unmanaged
-// (or any mode that is not Legacy or FineGrained) generates nothing. Every
-// role is the full object oria intends (labels, annotation, owner reference,
-// rules), suitable for server-side apply.
-func DesiredRoles(ext Extension, crds []string, mode oriav1alpha1.RBACMode) []*rbacv1ac.ClusterRoleApplyConfiguration {
-	if mode != oriav1alpha1.RBACModeLegacy && mode != oriav1alpha1.RBACModeFineGrained {
+// provides the CRDs named crds, in the given mode, sorted by name, except
+// those whose names the bundle provides (bundle: role names the extension's
+// bundle installed; oria uses those instead). Unmanaged (or any mode that is
+// not Legacy or FineGrained) generates nothing. Every role is the full
+// object oria intends (labels, annotation, owner reference, rules).
+func DesiredRoles(ext Extension, crds []string, mode oriav1alpha1.RBACMode, bundle map[string]bool) []*rbacv1.ClusterRole {
+	if !managedMode(mode) {
 		return nil
 	}
-	crds = slices.Clone(crds)
-	slices.Sort(crds)
-	crds = slices.Compact(crds)
-	out := make([]*rbacv1ac.ClusterRoleApplyConfiguration, 0, len(crds)*len(RoleKinds))
+	crds = slices.Compact(slices.Sorted(slices.Values(crds)))
+	out := make([]*rbacv1.ClusterRole, 0, len(crds)*len(names.RoleKinds))
 	for _, crd := range crds {
-		for _, k := range RoleKinds {
-			labels := map[string]string{
-				oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue,
-				oriav1alpha1.LabelExtension: names.LabelValue(ext.Name),
-				oriav1alpha1.LabelRole:      string(k),
+		for _, k := range names.RoleKinds {
+			name := names.ExtensionRole(crd, k)
+			if bundle[name] {
+				continue
 			}
+			labels := ownership.ExtensionRoleLabels(ext.Name, k)
 			if mode == oriav1alpha1.RBACModeLegacy {
 				labels[aggregationLabel[k]] = "true"
 			}
-			ac := rbacv1ac.ClusterRole(RoleName(crd, k)).
-				WithLabels(labels).
-				WithAnnotations(map[string]string{oriav1alpha1.AnnotationCRD: crd}).
-				WithOwnerReferences(OwnerReference(ext))
-			for _, r := range rules(crd, k) {
-				ac.WithRules(policyRuleAC(r))
-			}
-			out = append(out, ac)
+			out = append(out, &rbacv1.ClusterRole{
+				TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+				ObjectMeta: metav1.ObjectMeta{
+					Name:            name,
+					Labels:          labels,
+					Annotations:     map[string]string{oriav1alpha1.AnnotationCRD: crd},
+					OwnerReferences: []metav1.OwnerReference{ownership.ExtensionRef(ext.Name, ext.UID)},
+				},
+				Rules: RoleRules(crd, k),
+			})
 		}
 	}
-	slices.SortFunc(out, func(a, b *rbacv1ac.ClusterRoleApplyConfiguration) int {
-		return strings.Compare(ptr.Deref(a.Name, ""), ptr.Deref(b.Name, ""))
-	})
+	slices.SortFunc(out, func(a, b *rbacv1.ClusterRole) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// BundleRole is a bundle-provided ClusterRole with one of the generated
+// names.
+type BundleRole struct {
+	Name string
+	Kind names.RoleKind
+	// Labels are its labels; OwnedLabels the keys oria's field manager owns
+	// on it (from managedFields).
+	Labels      map[string]string
+	OwnedLabels []string
 }
 
 // BundleRoleApply returns the apply configuration oria sends for a
-// bundle-provided ClusterRole: only the name and, in Legacy mode, the one
-// aggregation label of its kind. Applying it with oria's field owner touches
-// nothing the bundle owns, and applying it without the label (any other
-// mode) releases exactly the label oria added earlier.
-func BundleRoleApply(name string, k RoleKind, mode oriav1alpha1.RBACMode) *rbacv1ac.ClusterRoleApplyConfiguration {
-	ac := rbacv1ac.ClusterRole(name)
+// bundle-provided ClusterRole, or nil when the role already is as oria
+// wants it: in Legacy mode oria owns exactly the one aggregation label of
+// the role's kind, with value "true"; in any other mode it owns no label.
+// Applying only the name and that label with oria's field owner touches
+// nothing the bundle owns, and applying it without the label releases
+// exactly the label oria added earlier.
+func BundleRoleApply(b BundleRole, mode oriav1alpha1.RBACMode) *rbacv1ac.ClusterRoleApplyConfiguration {
+	key := aggregationLabel[b.Kind]
 	if mode == oriav1alpha1.RBACModeLegacy {
-		ac.WithLabels(map[string]string{aggregationLabel[k]: "true"})
+		if b.Labels[key] == "true" && slices.Equal(b.OwnedLabels, []string{key}) {
+			return nil
+		}
+		return rbacv1ac.ClusterRole(b.Name).WithLabels(map[string]string{key: "true"})
 	}
-	return ac
+	if len(b.OwnedLabels) == 0 {
+		return nil
+	}
+	return rbacv1ac.ClusterRole(b.Name)
 }
 
-func policyRuleAC(r rbacv1.PolicyRule) *rbacv1ac.PolicyRuleApplyConfiguration {
-	ac := rbacv1ac.PolicyRule().
-		WithAPIGroups(r.APIGroups...).
-		WithResources(r.Resources...).
-		WithVerbs(r.Verbs...)
-	if len(r.ResourceNames) > 0 {
-		ac.WithResourceNames(r.ResourceNames...)
+// BundleRoles returns the bundle-provided roles among objs (the extension's
+// bundle ClusterRoles) that hold a generated name of one of crds, by name.
+func BundleRoles(objs []metav1.PartialObjectMetadata, crds []string) map[string]BundleRole {
+	byName := map[string]names.RoleKind{}
+	for _, crd := range crds {
+		for _, k := range names.RoleKinds {
+			byName[names.ExtensionRole(crd, k)] = k
+		}
 	}
-	return ac
-}
-
-// clusterRoleFrom returns the ClusterRole ac describes, for creating it.
-func clusterRoleFrom(ac *rbacv1ac.ClusterRoleApplyConfiguration) *rbacv1.ClusterRole {
-	cr := &rbacv1.ClusterRole{
-		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        ptr.Deref(ac.Name, ""),
-			Labels:      maps.Clone(ac.Labels),
-			Annotations: maps.Clone(ac.Annotations),
-		},
-		Rules: policyRules(ac.Rules),
-	}
-	for _, o := range ac.OwnerReferences {
-		cr.OwnerReferences = append(cr.OwnerReferences, metav1.OwnerReference{
-			APIVersion:         ptr.Deref(o.APIVersion, ""),
-			Kind:               ptr.Deref(o.Kind, ""),
-			Name:               ptr.Deref(o.Name, ""),
-			UID:                ptr.Deref(o.UID, ""),
-			Controller:         o.Controller,
-			BlockOwnerDeletion: o.BlockOwnerDeletion,
-		})
-	}
-	return cr
-}
-
-// policyRules converts apply-configuration rules back to API rules, for
-// comparing the desired role with the cached one.
-func policyRules(acs []rbacv1ac.PolicyRuleApplyConfiguration) []rbacv1.PolicyRule {
-	out := make([]rbacv1.PolicyRule, 0, len(acs))
-	for _, r := range acs {
-		out = append(out, rbacv1.PolicyRule{
-			APIGroups:       r.APIGroups,
-			Resources:       r.Resources,
-			ResourceNames:   r.ResourceNames,
-			Verbs:           r.Verbs,
-			NonResourceURLs: r.NonResourceURLs,
-		})
+	out := map[string]BundleRole{}
+	for i := range objs {
+		o := &objs[i]
+		k, ok := byName[o.Name]
+		if !ok || !o.DeletionTimestamp.IsZero() {
+			continue
+		}
+		out[o.Name] = BundleRole{Name: o.Name, Kind: k, Labels: maps.Clone(o.Labels), OwnedLabels: appliedLabels(o)}
 	}
 	return out
+}
+
+// appliedLabels returns, sorted, the label keys oria's field manager owns on
+// obj through server-side apply (from managedFields).
+func appliedLabels(obj metav1.Object) []string {
+	var out []string
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager != oriav1alpha1.FieldOwner || e.Operation != metav1.ManagedFieldsOperationApply ||
+			e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Labels map[string]json.RawMessage `json:"f:labels"`
+			} `json:"f:metadata"`
+		}
+		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
+			continue
+		}
+		for k := range fields.Metadata.Labels {
+			if key, ok := strings.CutPrefix(k, "f:"); ok {
+				out = append(out, key)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

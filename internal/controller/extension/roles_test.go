@@ -9,11 +9,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/utils/ptr"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/ownership"
 )
 
 // role is the comparable essence of a generated ClusterRole.
@@ -25,13 +25,13 @@ type role struct {
 	Rules       []rbacv1.PolicyRule
 }
 
-func essence(acs []*rbacv1ac.ClusterRoleApplyConfiguration) []role {
+func essence(acs []*rbacv1.ClusterRole) []role {
 	var out []role
 	for _, ac := range acs {
-		r := role{Name: ptr.Deref(ac.Name, ""), Labels: ac.Labels, Annotations: ac.Annotations, Rules: policyRules(ac.Rules)}
+		r := role{Name: ac.Name, Labels: ac.Labels, Annotations: ac.Annotations, Rules: ac.Rules}
 		for _, o := range ac.OwnerReferences {
-			r.Owner += ptr.Deref(o.APIVersion, "") + "/" + ptr.Deref(o.Kind, "") + "/" + ptr.Deref(o.Name, "") + "/" +
-				string(ptr.Deref(o.UID, "")) + map[bool]string{true: "/controller"}[ptr.Deref(o.Controller, false)]
+			r.Owner += o.APIVersion + "/" + o.Kind + "/" + o.Name + "/" +
+				string(o.UID) + map[bool]string{true: "/controller"}[ptr.Deref(o.Controller, false)]
 		}
 		out = append(out, r)
 	}
@@ -141,7 +141,7 @@ func TestDesiredRoles(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := essence(DesiredRoles(tc.ext, tc.crds, tc.mode))
+			got := essence(DesiredRoles(tc.ext, tc.crds, tc.mode, nil))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("DesiredRoles (-want +got):\n%s", diff)
 			}
@@ -152,14 +152,14 @@ func TestDesiredRoles(t *testing.T) {
 		if len(longCRD) != 245 {
 			t.Fatalf("fixture: CRD name has %d characters", len(longCRD))
 		}
-		got := DesiredRoles(ext, []string{longCRD}, oriav1alpha1.RBACModeLegacy)
-		again := DesiredRoles(ext, []string{longCRD}, oriav1alpha1.RBACModeLegacy)
+		got := DesiredRoles(ext, []string{longCRD}, oriav1alpha1.RBACModeLegacy, nil)
+		again := DesiredRoles(ext, []string{longCRD}, oriav1alpha1.RBACModeLegacy, nil)
 		if diff := cmp.Diff(essence(got), essence(again)); diff != "" {
 			t.Fatalf("not deterministic (-first +second):\n%s", diff)
 		}
 		seen := map[string]bool{}
 		for _, ac := range got {
-			n := *ac.Name
+			n := ac.Name
 			if len(n) > names.MaxObjectName {
 				t.Errorf("name %q is %d characters, over %d", n, len(n), names.MaxObjectName)
 			}
@@ -174,15 +174,15 @@ func TestDesiredRoles(t *testing.T) {
 		if !seen[longCRD+"-admin"] || !seen[longCRD+"-view"] {
 			t.Errorf("names that fit must not be shortened: %v", seen)
 		}
-		crdview := RoleName(longCRD, RoleViewCRD)
+		crdview := names.ExtensionRole(longCRD, names.RoleViewCRDView)
 		if crdview == longCRD+"-view-crdview" || !seen[crdview] || !strings.HasPrefix(crdview, longCRD[:200]) {
 			t.Errorf("view-crdview name %q not shortened from %q", crdview, longCRD)
 		}
 		want := []rbacv1.PolicyRule{{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
 			ResourceNames: []string{longCRD}, Verbs: []string{"get"}}}
 		for _, ac := range got {
-			if *ac.Name == crdview {
-				if diff := cmp.Diff(want, policyRules(ac.Rules)); diff != "" {
+			if ac.Name == crdview {
+				if diff := cmp.Diff(want, ac.Rules); diff != "" {
 					t.Errorf("crdview rules (-want +got):\n%s", diff)
 				}
 			}
@@ -191,10 +191,10 @@ func TestDesiredRoles(t *testing.T) {
 
 	t.Run("never OLM v0 operator-group labels", func(t *testing.T) {
 		for _, mode := range oriav1alpha1.RBACModes {
-			for _, ac := range DesiredRoles(ext, []string{"foos.example.com"}, mode) {
+			for _, ac := range DesiredRoles(ext, []string{"foos.example.com"}, mode, nil) {
 				for k := range ac.Labels {
 					if strings.HasPrefix(k, "olm.opgroup.permissions") {
-						t.Errorf("%s: label %s", *ac.Name, k)
+						t.Errorf("%s: label %s", ac.Name, k)
 					}
 				}
 			}
@@ -204,26 +204,29 @@ func TestDesiredRoles(t *testing.T) {
 
 func TestBundleRoleApply(t *testing.T) {
 	tests := []struct {
-		kind RoleKind
+		kind names.RoleKind
 		mode oriav1alpha1.RBACMode
 		want map[string]string
 	}{
-		{RoleAdmin, oriav1alpha1.RBACModeLegacy, map[string]string{oriav1alpha1.LabelAggregateToAdmin: "true"}},
-		{RoleEdit, oriav1alpha1.RBACModeLegacy, map[string]string{oriav1alpha1.LabelAggregateToEdit: "true"}},
-		{RoleView, oriav1alpha1.RBACModeLegacy, map[string]string{oriav1alpha1.LabelAggregateToView: "true"}},
-		{RoleViewCRD, oriav1alpha1.RBACModeLegacy, map[string]string{oriav1alpha1.LabelAggregateToView: "true"}},
-		{RoleAdmin, oriav1alpha1.RBACModeFineGrained, nil},
-		{RoleView, oriav1alpha1.RBACModeUnmanaged, nil},
+		{names.RoleAdmin, oriav1alpha1.RBACModeLegacy, map[string]string{oriav1alpha1.LabelAggregateToAdmin: "true"}},
+		{names.RoleEdit, oriav1alpha1.RBACModeLegacy, map[string]string{oriav1alpha1.LabelAggregateToEdit: "true"}},
+		{names.RoleView, oriav1alpha1.RBACModeLegacy, map[string]string{oriav1alpha1.LabelAggregateToView: "true"}},
+		{names.RoleViewCRDView, oriav1alpha1.RBACModeLegacy, map[string]string{oriav1alpha1.LabelAggregateToView: "true"}},
+		{names.RoleAdmin, oriav1alpha1.RBACModeFineGrained, nil},
+		{names.RoleView, oriav1alpha1.RBACModeUnmanaged, nil},
 	}
 	for _, tc := range tests {
-		ac := BundleRoleApply("foos.example.com-"+string(tc.kind), tc.kind, tc.mode)
+		// A role oria applied a label to before (so that releasing it is a
+		// write in every mode but Legacy).
+		b := BundleRole{Name: "foos.example.com-" + string(tc.kind), Kind: tc.kind, OwnedLabels: []string{"x"}}
+		ac := BundleRoleApply(b, tc.mode)
 		if diff := cmp.Diff(tc.want, ac.Labels); diff != "" {
 			t.Errorf("%s/%s labels (-want +got):\n%s", tc.kind, tc.mode, diff)
 		}
 		// Nothing but the name and that label: no rules, owner, annotations.
-		b, _ := json.Marshal(ac)
+		raw, _ := json.Marshal(ac)
 		var m map[string]any
-		_ = json.Unmarshal(b, &m)
+		_ = json.Unmarshal(raw, &m)
 		meta := m["metadata"].(map[string]any)
 		delete(meta, "name")
 		delete(meta, "labels")
@@ -231,7 +234,7 @@ func TestBundleRoleApply(t *testing.T) {
 		delete(m, "apiVersion")
 		delete(m, "kind")
 		if len(m) != 0 || len(meta) != 0 {
-			t.Errorf("%s/%s: apply configuration carries more than the label: %s", tc.kind, tc.mode, b)
+			t.Errorf("%s/%s: apply configuration carries more than the label: %s", tc.kind, tc.mode, raw)
 		}
 	}
 }
@@ -245,7 +248,7 @@ func TestSplitCRDName(t *testing.T) {
 		".example.com":             {"", "example.com"},
 		"applications.argoproj.io": {"applications", "argoproj.io"},
 	} {
-		p, g := SplitCRDName(crd)
+		p, g := names.SplitCRDName(crd)
 		if diff := cmp.Diff(want, [2]string{p, g}); diff != "" {
 			t.Errorf("SplitCRDName(%q) (-want +got):\n%s", crd, diff)
 		}
@@ -254,8 +257,8 @@ func TestSplitCRDName(t *testing.T) {
 
 func TestUpToDate(t *testing.T) {
 	ext := Extension{Name: "argocd", UID: "uid-1"}
-	desired := func(mode oriav1alpha1.RBACMode) *rbacv1ac.ClusterRoleApplyConfiguration {
-		return DesiredRoles(ext, []string{"foos.example.com"}, mode)[0] // -admin
+	desired := func(mode oriav1alpha1.RBACMode) *rbacv1.ClusterRole {
+		return DesiredRoles(ext, []string{"foos.example.com"}, mode, nil)[0] // -admin
 	}
 	current := func() *rbacv1.ClusterRole {
 		return &rbacv1.ClusterRole{
@@ -295,7 +298,7 @@ func TestUpToDate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cur := current()
 			tc.mutate(cur)
-			if got := upToDate(desired(tc.mode), cur); got != tc.want {
+			if got := roleKind.UpToDate(cur, desired(tc.mode)); got != tc.want {
 				t.Errorf("upToDate = %v, want %v", got, tc.want)
 			}
 		})
@@ -332,9 +335,9 @@ func TestOwnership(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := &rbacv1.ClusterRole{ObjectMeta: tc.meta}
-			got := [3]bool{isOriaRoleOf(cr, ext.Name), isControlledBy(cr, ext), isBundleRoleOf(cr, ext.Name)}
-			if diff := cmp.Diff([3]bool{tc.oria, tc.controlled, tc.bundled}, got); diff != "" {
-				t.Errorf("[isOriaRoleOf isControlledBy isBundleRoleOf] (-want +got):\n%s", diff)
+			got := [2]bool{ownership.ExtensionOwns(cr, ext.Name, ext.UID), ownership.IsBundleRole(cr, ext.Name)}
+			if diff := cmp.Diff([2]bool{tc.oria || tc.controlled, tc.bundled}, got); diff != "" {
+				t.Errorf("[ExtensionOwns IsBundleRole] (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -373,9 +376,10 @@ func TestBundleRoleUpToDate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels, ManagedFields: tc.mf}}
-			if got := bundleRoleUpToDate(cr, RoleViewCRD, tc.mode); got != tc.want {
-				t.Errorf("bundleRoleUpToDate = %v, want %v", got, tc.want)
+			cr := metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "foos.example.com-view-crdview", Labels: tc.labels, ManagedFields: tc.mf}}
+			b := BundleRoles([]metav1.PartialObjectMetadata{cr}, []string{"foos.example.com"})["foos.example.com-view-crdview"]
+			if got := BundleRoleApply(b, tc.mode) == nil; got != tc.want {
+				t.Errorf("up to date = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -383,17 +387,26 @@ func TestBundleRoleUpToDate(t *testing.T) {
 
 // The object created for a role is exactly the desired state (no write
 // follows a create).
-func TestClusterRoleFromIsUpToDate(t *testing.T) {
+func TestCreatedRoleIsUpToDate(t *testing.T) {
 	ext := Extension{Name: "argocd", UID: "uid-1"}
 	for _, mode := range []oriav1alpha1.RBACMode{oriav1alpha1.RBACModeLegacy, oriav1alpha1.RBACModeFineGrained} {
-		for _, ac := range DesiredRoles(ext, []string{"foos.example.com", "widgets"}, mode) {
-			cr := clusterRoleFrom(ac)
-			if !upToDate(ac, cr) {
-				t.Errorf("%s/%s: created object is not up to date: %+v", mode, *ac.Name, cr)
-			}
-			if diff := cmp.Diff(essence([]*rbacv1ac.ClusterRoleApplyConfiguration{ac})[0].Rules, cr.Rules); diff != "" {
-				t.Errorf("%s: rules (-want +got):\n%s", *ac.Name, diff)
+		for _, want := range DesiredRoles(ext, []string{"foos.example.com", "widgets"}, mode, nil) {
+			if !roleKind.UpToDate(want.DeepCopy(), want) {
+				t.Errorf("%s/%s: created object is not up to date: %+v", mode, want.Name, want)
 			}
 		}
+	}
+}
+
+func TestDesiredRolesSkipBundleNames(t *testing.T) {
+	ext := Extension{Name: "argocd", UID: "uid-1"}
+	bundle := map[string]bool{"foos.example.com-admin": true}
+	var got []string
+	for _, r := range DesiredRoles(ext, []string{"foos.example.com"}, oriav1alpha1.RBACModeLegacy, bundle) {
+		got = append(got, r.Name)
+	}
+	want := []string{"foos.example.com-edit", "foos.example.com-view", "foos.example.com-view-crdview"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("DesiredRoles with a bundle role (-want +got):\n%s", diff)
 	}
 }

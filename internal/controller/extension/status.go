@@ -3,6 +3,7 @@ package extension
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,59 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
+
+// conditionFor computes the RBACManaged condition of a reconcile from its
+// plan, the outcome of its writes and its error (a failure worth a retry).
+// It is pure: the same inputs give the same condition.
+func conditionFor(p *plan, out outcome, err error) metav1.Condition {
+	switch {
+	case err != nil:
+		return metav1.Condition{
+			Status:  metav1.ConditionUnknown,
+			Reason:  oriav1alpha1.ReasonReconcileError,
+			Message: "oria could not reconcile the ClusterRoles of this extension and retries: " + shorten(err.Error()),
+		}
+	case !p.valid:
+		// A typo must not strip access from every user of the extension:
+		// the plan keeps whatever the last valid mode generated.
+		return metav1.Condition{
+			Status: metav1.ConditionFalse,
+			Reason: oriav1alpha1.ReasonInvalidMode,
+			Message: fmt.Sprintf("annotation %s has the invalid value %q (valid: %s); nothing was changed and ClusterRoles generated earlier are kept",
+				oriav1alpha1.AnnotationRBACMode, p.annotation, oriav1alpha1.RBACModeNames()),
+		}
+	case p.mode == oriav1alpha1.RBACModeUnmanaged:
+		msg := fmt.Sprintf("RBAC for this extension's APIs is not managed by oria; grant access manually or set the annotation %s to Legacy or FineGrained",
+			oriav1alpha1.AnnotationRBACMode)
+		if !p.annotated {
+			msg += " (the annotation is not set, and oria's default mode is Unmanaged)"
+		}
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonUnmanaged, Message: msg}
+	}
+	var b strings.Builder
+	switch {
+	case len(out.conflicts) > 0:
+		fmt.Fprintf(&b, "%s. These roles are left alone; delete or rename them and oria generates its own. The extension's other ClusterRoles are in place (mode %s)",
+			joinSentences(out.conflicts), p.mode)
+	case len(p.crds) == 0:
+		b.WriteString("The extension provides no APIs yet (no CustomResourceDefinitions labelled for it); nothing to generate")
+	case p.mode == oriav1alpha1.RBACModeLegacy:
+		fmt.Fprintf(&b, "ClusterRoles for %d API(s) are in place and aggregated to the built-in admin, edit and view ClusterRoles", len(p.crds))
+	default:
+		fmt.Fprintf(&b, "ClusterRoles for %d API(s) are in place, without aggregation; grant them with RBACPolicy objects", len(p.crds))
+	}
+	if len(out.bundle) > 0 {
+		fmt.Fprintf(&b, ". Provided by the bundle (used instead of generated roles): %s", strings.Join(out.bundle, ", "))
+	}
+	if len(out.conflicts) > 0 {
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonConflict, Message: b.String()}
+	}
+	reason := oriav1alpha1.ReasonLegacy
+	if p.mode == oriav1alpha1.RBACModeFineGrained {
+		reason = oriav1alpha1.ReasonFineGrained
+	}
+	return metav1.Condition{Status: metav1.ConditionTrue, Reason: reason, Message: b.String()}
+}
 
 // setCondition writes oria's RBACManaged condition on ce when it differs
 // from the one ce has, and records an Event for notable transitions.

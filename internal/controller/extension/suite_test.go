@@ -201,8 +201,8 @@ func roleGone(name string) bool {
 func roleNames(crds []string, except ...string) []string {
 	out := []string{}
 	for _, c := range crds {
-		for _, k := range extension.RoleKinds {
-			if n := extension.RoleName(c, k); !slices.Contains(except, n) {
+		for _, k := range names.RoleKinds {
+			if n := names.ExtensionRole(c, k); !slices.Contains(except, n) {
 				out = append(out, n)
 			}
 		}
@@ -226,9 +226,9 @@ func waitRoles(t *testing.T, ce *ocv1.ClusterExtension, mode oriav1alpha1.RBACMo
 		slices.Sort(got)
 		require.Equal(c, roleNames(crds, except...), got)
 		for _, crd := range crds {
-			plural, grp := extension.SplitCRDName(crd)
-			for _, k := range extension.RoleKinds {
-				cr, ok := roles[extension.RoleName(crd, k)]
+			plural, grp := names.SplitCRDName(crd)
+			for _, k := range names.RoleKinds {
+				cr, ok := roles[names.ExtensionRole(crd, k)]
 				if !ok {
 					continue
 				}
@@ -245,13 +245,13 @@ func waitRoles(t *testing.T, ce *ocv1.ClusterExtension, mode oriav1alpha1.RBACMo
 				}
 				want := rbacv1.PolicyRule{APIGroups: []string{grp}, Resources: []string{plural}}
 				switch k {
-				case extension.RoleAdmin:
+				case names.RoleAdmin:
 					want.Verbs = []string{"*"}
-				case extension.RoleEdit:
+				case names.RoleEdit:
 					want.Verbs = []string{"create", "update", "patch", "delete"}
-				case extension.RoleView:
+				case names.RoleView:
 					want.Verbs = []string{"get", "list", "watch"}
-				case extension.RoleViewCRD:
+				case names.RoleViewCRDView:
 					want = rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
 						ResourceNames: []string{crd}, Verbs: []string{"get"}}
 				}

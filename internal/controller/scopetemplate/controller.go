@@ -15,17 +15,13 @@
 package scopetemplate
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -38,7 +34,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/status"
 )
 
@@ -50,17 +48,28 @@ const (
 	EventConflict            = "Conflict"
 )
 
-// DefaultConflictRecheckInterval is how often a template in conflict looks
-// again: the conflicting ClusterRole is not oria's, so oria's cache does not
-// show it and no event announces that it is gone.
-const DefaultConflictRecheckInterval = 30 * time.Second
+// ControllerName names the controller in logs and metrics; RecorderName is
+// the reporting controller of its Events.
+const (
+	ControllerName = "scopetemplate"
+	RecorderName   = "oria-" + ControllerName
+)
+
+// DefaultRecheckInterval is how often a template in conflict looks again:
+// the conflicting ClusterRole is not oria's, so oria's cache does not show
+// it and no event announces that it is gone.
+const DefaultRecheckInterval = 30 * time.Second
+
+// memo remembers conflicting ClusterRoles for every Reconciler of this
+// process (see engine.Memo).
+var memo = engine.NewMemo()
 
 // Options configure the controller.
 type Options struct {
 	// MaxConcurrentReconciles is the number of workers.
 	MaxConcurrentReconciles int
-	// ConflictRecheckInterval: see DefaultConflictRecheckInterval (the
-	// default when 0).
+	// ConflictRecheckInterval: see DefaultRecheckInterval (the default
+	// when 0).
 	ConflictRecheckInterval time.Duration
 }
 
@@ -80,18 +89,18 @@ type Reconciler struct {
 // SetupWithManager registers the controller (and the shared binding
 // indexes) with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	if err := binding.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	r := &Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder("oria-scopetemplate"),
+		Recorder:  mgr.GetEventRecorder(RecorderName),
 
 		ConflictRecheckInterval: opts.ConflictRecheckInterval,
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("scopetemplate").
+		Named(ControllerName).
 		For(&oriav1alpha1.ScopeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&rbacv1.ClusterRole{}).
 		Watches(&oriav1alpha1.ScopeInstance{}, instanceHandler{}).
@@ -160,25 +169,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ ct
 	}
 	before := t.DeepCopy()
 	defer func() {
-		if err := r.patchStatus(ctx, before, t); err != nil {
-			retErr = errors.Join(retErr, err)
-		}
+		retErr = errors.Join(retErr, status.Patch(ctx, r.Client, before, t, func(t *oriav1alpha1.ScopeTemplate) any { return t.Status }))
 	}()
-	if err := r.reconcileNormal(ctx, t); err != nil {
-		setReadyCondition(t, metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+
+	p, err := r.gather(ctx, t)
+	var s engine.Summary
+	if err == nil && p.specErr == nil {
+		s = r.write(ctx, t, p)
+		err = errors.Join(s.Errors...)
+	}
+	t.Status = computeStatus(t, p, s, err)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if c := meta.FindStatusCondition(t.Status.Conditions, oriav1alpha1.TypeReady); c != nil && c.Reason == oriav1alpha1.ReasonConflict {
-		return ctrl.Result{RequeueAfter: r.conflictRecheckInterval()}, nil
+	if len(s.Conflicts) > 0 {
+		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
 	return ctrl.Result{}, nil
 }
 
-func (r *Reconciler) conflictRecheckInterval() time.Duration {
-	if r.ConflictRecheckInterval > 0 {
-		return r.ConflictRecheckInterval
-	}
-	return DefaultConflictRecheckInterval
+func (r *Reconciler) recheck() time.Duration {
+	return cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
+}
+
+func (r *Reconciler) writer() *engine.Writer {
+	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Memo: memo, Recheck: r.recheck()}
 }
 
 // reconcileDelete removes the inline ClusterRoles of a deleted template.
@@ -189,167 +204,23 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, template string) error
 	if err != nil {
 		return err
 	}
-	s := binding.Summarize(binding.Delete(ctx, r.writer(), binding.ClusterRoleKind.Name, roles))
-	if n := s.Count[binding.Deleted]; n > 0 {
+	s := engine.Summarize(engine.Delete(ctx, r.writer(), roleKind.Name, roles))
+	if n := s.Count[engine.Deleted]; n > 0 {
 		ctrl.LoggerFrom(ctx).Info("deleted the ClusterRoles of a deleted ScopeTemplate", "count", n)
 	}
 	return errors.Join(s.Errors...)
 }
 
-// reconcileNormal validates the template, then creates, repairs or deletes
-// its inline ClusterRoles depending on whether an instance uses it.
-func (r *Reconciler) reconcileNormal(ctx context.Context, t *oriav1alpha1.ScopeTemplate) error {
-	t.Status.ObservedGeneration = t.Generation
+// roleKind is how the engine writes inline roles.
+var roleKind = engine.ClusterRoleKind()
 
-	var instances oriav1alpha1.ScopeInstanceList
-	if err := r.Client.List(ctx, &instances, client.MatchingFields{binding.IndexScopeTemplateName: t.Name}); err != nil {
-		return fmt.Errorf("listing the ScopeInstances of the template: %w", err)
-	}
-	t.Status.Instances = nil
-	for _, si := range instances.Items {
-		t.Status.Instances = append(t.Status.Instances, si.Name)
-	}
-	slices.Sort(t.Status.Instances)
-
-	// Spec errors are terminal and change nothing: the roles that exist
-	// keep granting what they granted until the template is fixed.
-	if serr := binding.ValidateTemplate(t); serr != nil {
-		setReadyCondition(t, metav1.ConditionFalse, serr.Reason, serr.Message)
-		return nil
-	}
-	t.Status.ClusterRoles = binding.RoleNames(binding.Roles(t))
-
-	var desired []*rbacv1.ClusterRole
-	if len(instances.Items) > 0 {
-		desired = binding.ClusterRoles(t)
-	}
-	cached := map[types.NamespacedName]*rbacv1.ClusterRole{}
-	for _, want := range desired {
-		cur := &rbacv1.ClusterRole{}
-		if err := r.Client.Get(ctx, binding.Key(want), cur); err == nil {
-			cached[binding.Key(want)] = cur
-		} else if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("reading ClusterRole %q: %w", want.Name, err)
-		}
-	}
-	ensured := binding.Ensure(ctx, r.writer(), binding.ClusterRoleKind, t.Name, desired, cached)
-
-	// Roles of this template that are no longer intended: removed from the
-	// spec, renamed, or the template is no longer used.
-	existing, err := r.cachedRoles(ctx, t.Name)
-	if err != nil {
-		return err
-	}
-	keep := map[string]bool{}
-	for _, want := range desired {
-		keep[want.Name] = true
-	}
-	var stale []*rbacv1.ClusterRole
-	for _, cr := range existing {
-		if !keep[cr.Name] {
-			stale = append(stale, cr)
-		}
-	}
-	deleted := binding.Delete(ctx, r.writer(), binding.ClusterRoleKind.Name, stale)
-
+// write creates, repairs or deletes the template's inline ClusterRoles as
+// the plan says, and records what changed.
+func (r *Reconciler) write(ctx context.Context, t *oriav1alpha1.ScopeTemplate, p *plan) engine.Summary {
+	w := r.writer()
+	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, t.Name) }
+	ensured := engine.Ensure(ctx, w, roleKind, owns, p.desired, p.cached)
+	deleted := engine.Delete(ctx, w, roleKind.Name, p.stale)
 	r.recordEvents(t, ensured, deleted)
-	s := binding.Summarize(ensured, deleted)
-	if len(s.Errors) > 0 {
-		return errors.Join(s.Errors...)
-	}
-	switch {
-	case len(s.Conflicts) > 0:
-		setReadyCondition(t, metav1.ConditionFalse, oriav1alpha1.ReasonConflict, conflictMessage(s.Conflicts))
-	case len(instances.Items) == 0:
-		setReadyCondition(t, metav1.ConditionTrue, oriav1alpha1.ReasonValid,
-			"valid; not used by any ScopeInstance, so its inline ClusterRoles do not exist")
-	case len(desired) == 0:
-		setReadyCondition(t, metav1.ConditionTrue, oriav1alpha1.ReasonValid,
-			fmt.Sprintf("valid; used by %d ScopeInstance(s); it has no inline ClusterRoles", len(instances.Items)))
-	default:
-		setReadyCondition(t, metav1.ConditionTrue, oriav1alpha1.ReasonValid,
-			fmt.Sprintf("valid; %d inline ClusterRole(s) in place for %d ScopeInstance(s)", len(desired), len(instances.Items)))
-	}
-	return nil
-}
-
-// cachedRoles returns the cached ClusterRoles labelled as the template's
-// and not controlled by another template.
-func (r *Reconciler) cachedRoles(ctx context.Context, template string) ([]*rbacv1.ClusterRole, error) {
-	var list rbacv1.ClusterRoleList
-	if err := r.Client.List(ctx, &list, client.MatchingLabels(binding.TemplateLabels(template))); err != nil {
-		return nil, fmt.Errorf("listing the ClusterRoles of ScopeTemplate %q: %w", template, err)
-	}
-	var out []*rbacv1.ClusterRole
-	for i := range list.Items {
-		cr := &list.Items[i]
-		if owner := binding.ControllerName(cr.OwnerReferences, binding.KindScopeTemplate); owner == "" || owner == template {
-			out = append(out, cr)
-		}
-	}
-	return out, nil
-}
-
-func (r *Reconciler) writer() *binding.Writer {
-	return &binding.Writer{Client: r.Client, Reader: r.APIReader}
-}
-
-// recordEvents emits one Event per kind of change, naming the roles.
-func (r *Reconciler) recordEvents(t *oriav1alpha1.ScopeTemplate, ensured, deleted []binding.Outcome) {
-	if r.Recorder == nil {
-		return
-	}
-	byAction := map[binding.Action][]string{}
-	for _, list := range [][]binding.Outcome{ensured, deleted} {
-		for _, o := range list {
-			byAction[o.Action] = append(byAction[o.Action], o.Name)
-		}
-	}
-	for _, e := range []struct {
-		action binding.Action
-		reason string
-		verb   string
-		past   string
-	}{
-		{binding.Created, EventClusterRolesCreated, "Create", "created"},
-		{binding.Updated, EventClusterRolesUpdated, "Update", "updated"},
-		{binding.Deleted, EventClusterRolesDeleted, "Delete", "deleted"},
-	} {
-		if names := byAction[e.action]; len(names) > 0 {
-			r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, e.reason, e.verb,
-				"%s %d ClusterRole(s): %s", e.past, len(names), binding.Enumerate(names, 10))
-		}
-	}
-	// A conflict is news when the template was not already reporting it;
-	// every recheck would otherwise repeat the warning.
-	prev := meta.FindStatusCondition(t.Status.Conditions, oriav1alpha1.TypeReady)
-	if names := byAction[binding.Conflict]; len(names) > 0 && (prev == nil || prev.Reason != oriav1alpha1.ReasonConflict) {
-		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, EventConflict, "Create",
-			"ClusterRole(s) %s exist and were not created by oria for this template; left unchanged", binding.Enumerate(names, 10))
-	}
-}
-
-func conflictMessage(conflicts []error) string {
-	msgs := make([]string, len(conflicts))
-	for i, c := range conflicts {
-		msgs[i] = c.Error()
-	}
-	return binding.Enumerate(msgs, 5) + "; rename the role in the template or remove the other object"
-}
-
-// setReadyCondition sets the Ready condition, with the generation it
-// describes.
-func setReadyCondition(t *oriav1alpha1.ScopeTemplate, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&t.Status.Conditions, metav1.Condition{
-		Type:               oriav1alpha1.TypeReady,
-		Status:             status,
-		Reason:             reason,
-		Message:            message,
-		ObservedGeneration: t.Generation,
-	})
-}
-
-// patchStatus writes the status when it changed, and only then.
-func (r *Reconciler) patchStatus(ctx context.Context, before, after *oriav1alpha1.ScopeTemplate) error {
-	return status.Patch(ctx, r.Client, before, after, func(t *oriav1alpha1.ScopeTemplate) any { return t.Status })
+	return engine.Summarize(ensured, deleted)
 }

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/testutil"
@@ -164,7 +164,7 @@ func TestConflict(t *testing.T) {
 	// conflict with it.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		cr := get(c, role, &rbacv1.ClusterRole{})
-		owner := binding.ControllerName(cr.OwnerReferences, binding.KindScopeTemplate)
+		owner := ownership.ControllerName(cr.OwnerReferences, ownership.KindScopeTemplate)
 		if assert.Contains(c, []string{tmpl.Name, other.Name}, owner) {
 			loser := tmpl.Name
 			if owner == tmpl.Name {

@@ -1,4 +1,4 @@
-package binding
+package manager
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
 
-// Cache indexes shared by the ScopeTemplate and ScopeInstance controllers.
+// Cache indexes shared by the ScopeTemplate and ScopeInstance controllers
+// (and the admission guard, which asks the same questions).
 const (
 	// IndexScopeTemplateName indexes ScopeInstances by
 	// spec.scopeTemplateName: the instances of a template.

@@ -1,0 +1,132 @@
+package extension
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/ownership"
+)
+
+// plan is what one reconcile of an extension read and decided: everything
+// the writes and the condition are computed from.
+type plan struct {
+	ext       Extension
+	mode      oriav1alpha1.RBACMode
+	annotated bool
+	// annotation is the rbac-mode annotation's value.
+	annotation string
+	// valid is false when the annotation holds an unknown mode: nothing is
+	// changed then.
+	valid bool
+	// crds are the extension's CRD names, sorted.
+	crds []string
+	// bundle are the bundle-provided roles holding generated names.
+	bundle map[string]BundleRole
+	// desired are the roles oria generates; cached the cached ClusterRoles
+	// at their names (oria's, of any extension).
+	desired []*rbacv1.ClusterRole
+	cached  map[types.NamespacedName]*rbacv1.ClusterRole
+	// stale are oria's roles of this extension that are no longer desired.
+	stale []*rbacv1.ClusterRole
+	// bundleApplies are the label changes on bundle roles, in name order.
+	bundleApplies []runtime.ApplyConfiguration
+	bundleNames   []string
+}
+
+// gather reads what a reconcile of ce needs, from the caches only, and
+// decides the writes with the pure functions of roles.go.
+func (r *Reconciler) gather(ctx context.Context, ce *ocv1.ClusterExtension) (*plan, error) {
+	annotation, annotated := ce.Annotations[oriav1alpha1.AnnotationRBACMode]
+	mode, valid := oriav1alpha1.EffectiveRBACMode(ce.Annotations, r.DefaultMode)
+	p := &plan{ext: Extension{Name: ce.Name, UID: ce.UID}, mode: mode, annotated: annotated, annotation: annotation, valid: valid}
+	if !valid {
+		return p, nil
+	}
+	var err error
+	if p.crds, err = manager.ExtensionCRDs(ctx, r.Client, ce.Name); err != nil {
+		return nil, err
+	}
+	bundle, err := r.bundleRoles(ctx, ce.Name)
+	if err != nil {
+		return nil, err
+	}
+	p.bundle = BundleRoles(bundle, p.crds)
+	bundleNames := map[string]bool{}
+	for name := range p.bundle {
+		bundleNames[name] = true
+	}
+	p.desired = DesiredRoles(p.ext, p.crds, mode, bundleNames)
+	p.cached = map[types.NamespacedName]*rbacv1.ClusterRole{}
+	for _, want := range p.desired {
+		cur := &rbacv1.ClusterRole{}
+		switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), cur); {
+		case err == nil:
+			p.cached[client.ObjectKeyFromObject(want)] = cur
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("reading ClusterRole %q from the cache: %w", want.Name, err)
+		}
+	}
+	if p.stale, err = r.staleRoles(ctx, ce.Name, p.desired); err != nil {
+		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.bundle)) {
+		if ac := BundleRoleApply(p.bundle[name], mode); ac != nil {
+			p.bundleApplies = append(p.bundleApplies, ac)
+			p.bundleNames = append(p.bundleNames, name)
+		}
+	}
+	return p, nil
+}
+
+// bundleRoles lists the ClusterRoles operator-controller installed for the
+// named extension, from the bundle-role cache (or, for a Reconciler built
+// without one, from the API server).
+func (r *Reconciler) bundleRoles(ctx context.Context, name string) ([]metav1.PartialObjectMetadata, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("ClusterRoleList"))
+	reader := r.BundleRoles
+	if reader == nil {
+		reader = r.APIReader
+	}
+	if err := reader.List(ctx, list, client.MatchingLabels(manager.ExtensionOwnerLabels(name))); err != nil {
+		return nil, fmt.Errorf("listing the bundle-provided ClusterRoles of ClusterExtension %q: %w", name, err)
+	}
+	return list.Items, nil
+}
+
+// staleRoles returns the cached roles oria generated for the extension named
+// name that are not in desired (all of them when desired is empty).
+func (r *Reconciler) staleRoles(ctx context.Context, name string, desired []*rbacv1.ClusterRole) ([]*rbacv1.ClusterRole, error) {
+	list := &rbacv1.ClusterRoleList{}
+	if err := r.Client.List(ctx, list, client.MatchingLabels{
+		oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelExtension: names.LabelValue(name),
+	}); err != nil {
+		return nil, fmt.Errorf("listing the ClusterRoles of ClusterExtension %q: %w", name, err)
+	}
+	want := map[string]bool{}
+	for _, d := range desired {
+		want[d.Name] = true
+	}
+	var stale []*rbacv1.ClusterRole
+	for i := range list.Items {
+		cr := &list.Items[i]
+		if !want[cr.Name] && ownership.ExtensionOwns(cr, name, "") && cr.DeletionTimestamp.IsZero() {
+			stale = append(stale, cr)
+		}
+	}
+	return stale, nil
+}

@@ -1,0 +1,93 @@
+package scopetemplate
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/status"
+)
+
+// computeStatus returns the status of t after a reconcile with plan p (nil
+// when gathering failed), write summary s and error err. It is pure. The
+// observed generation advances only when the reconcile succeeded.
+func computeStatus(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err error) oriav1alpha1.ScopeTemplateStatus {
+	st := *t.Status.DeepCopy()
+	ready := func(c metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: oriav1alpha1.TypeReady, Status: c, Reason: reason, Message: msg, ObservedGeneration: t.Generation,
+		})
+	}
+	if p != nil {
+		st.Instances = p.instances
+	}
+	if err != nil {
+		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+		return st
+	}
+	st.ObservedGeneration = t.Generation
+	switch {
+	case p.specErr != nil:
+		ready(metav1.ConditionFalse, p.specErr.Reason, p.specErr.Message)
+		return st
+	case len(s.Conflicts) > 0:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, conflictMessage(s.Conflicts))
+	case len(p.instances) == 0:
+		ready(metav1.ConditionTrue, oriav1alpha1.ReasonValid, "valid; not used by any ScopeInstance, so its inline ClusterRoles do not exist")
+	case len(p.desired) == 0:
+		ready(metav1.ConditionTrue, oriav1alpha1.ReasonValid,
+			fmt.Sprintf("valid; used by %d ScopeInstance(s); it has no inline ClusterRoles", len(p.instances)))
+	default:
+		ready(metav1.ConditionTrue, oriav1alpha1.ReasonValid,
+			fmt.Sprintf("valid; %d inline ClusterRole(s) in place for %d ScopeInstance(s)", len(p.desired), len(p.instances)))
+	}
+	st.ClusterRoles = p.roles
+	return st
+}
+
+func conflictMessage(conflicts []error) string {
+	msgs := make([]string, len(conflicts))
+	for i, c := range conflicts {
+		msgs[i] = c.Error()
+	}
+	return status.Enumerate(msgs, 5) + "; rename the role in the template or remove the other object"
+}
+
+// recordEvents emits one Event per kind of change, naming the roles.
+func (r *Reconciler) recordEvents(t *oriav1alpha1.ScopeTemplate, ensured, deleted []engine.Outcome) {
+	if r.Recorder == nil {
+		return
+	}
+	byAction := map[engine.Action][]string{}
+	for _, list := range [][]engine.Outcome{ensured, deleted} {
+		for _, o := range list {
+			byAction[o.Action] = append(byAction[o.Action], o.Name)
+		}
+	}
+	for _, e := range []struct {
+		action engine.Action
+		reason string
+		verb   string
+		past   string
+	}{
+		{engine.Created, EventClusterRolesCreated, "Create", "created"},
+		{engine.Updated, EventClusterRolesUpdated, "Update", "updated"},
+		{engine.Deleted, EventClusterRolesDeleted, "Delete", "deleted"},
+	} {
+		if names := byAction[e.action]; len(names) > 0 {
+			r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, e.reason, e.verb,
+				"%s %d ClusterRole(s): %s", e.past, len(names), status.Enumerate(names, 10))
+		}
+	}
+	// A conflict is news when the template was not already reporting it;
+	// every recheck would otherwise repeat the warning.
+	prev := meta.FindStatusCondition(t.Status.Conditions, oriav1alpha1.TypeReady)
+	if names := byAction[engine.Conflict]; len(names) > 0 && (prev == nil || prev.Reason != oriav1alpha1.ReasonConflict) {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, EventConflict, "Create",
+			"ClusterRole(s) %s exist and were not created by oria for this template; left unchanged", status.Enumerate(names, 10))
+	}
+}

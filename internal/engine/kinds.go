@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/operator-framework/oria/internal/ownership"
+)
+
+// ApplyConfiguration returns the server-side apply request for a desired
+// typed object: the object as it serializes, less what the server owns
+// (creationTimestamp, resourceVersion, uid, managedFields, status) and less
+// null fields, which an apply would otherwise claim. The object must carry
+// its apiVersion and kind. This is the one conversion between the typed
+// objects oria's pure functions build and what it applies.
+func ApplyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, fmt.Errorf("object %q has no apiVersion/kind to apply", obj.GetName())
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %q for apply: %w", obj.GetName(), err)
+	}
+	delete(m, "status")
+	for k, v := range m {
+		if v == nil {
+			delete(m, k)
+		}
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		for _, k := range []string{"creationTimestamp", "resourceVersion", "uid", "managedFields", "generation"} {
+			delete(md, k)
+		}
+	}
+	return client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: m}), nil
+}
+
+// ClusterRoleKind is how the engine writes oria's ClusterRoles. exclusive
+// are label keys oria decides on: one of them on the object that the
+// desired object does not carry (an aggregation label someone added to a
+// FineGrained role, widening access) is removed. Other labels, annotations
+// and owner references others add are left alone.
+func ClusterRoleKind(exclusive ...string) Kind[*rbacv1.ClusterRole] {
+	return Kind[*rbacv1.ClusterRole]{
+		Name: "ClusterRole",
+		New:  func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} },
+		UpToDate: func(cur, want *rbacv1.ClusterRole) bool {
+			return metaUpToDate(cur, want) && len(unwanted(cur.Labels, want.Labels, exclusive)) == 0 &&
+				equality.Semantic.DeepEqual(cur.Rules, want.Rules)
+		},
+		Merge: func(cur, want *rbacv1.ClusterRole) (*rbacv1.ClusterRole, bool) {
+			drop := unwanted(cur.Labels, want.Labels, exclusive)
+			if len(drop) == 0 && controlled(cur, want) {
+				return nil, false
+			}
+			out := cur.DeepCopy()
+			mergeMeta(out, want, drop)
+			out.Rules = want.Rules
+			return out, true
+		},
+	}
+}
+
+// RoleBindingKind is how the engine writes oria's RoleBindings.
+var RoleBindingKind = Kind[*rbacv1.RoleBinding]{
+	Name: "RoleBinding",
+	New:  func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} },
+	UpToDate: func(cur, want *rbacv1.RoleBinding) bool {
+		return metaUpToDate(cur, want) && cur.RoleRef == want.RoleRef && equality.Semantic.DeepEqual(cur.Subjects, want.Subjects)
+	},
+	Replace: func(cur, want *rbacv1.RoleBinding) bool { return cur.RoleRef != want.RoleRef },
+	Merge: func(cur, want *rbacv1.RoleBinding) (*rbacv1.RoleBinding, bool) {
+		if controlled(cur, want) {
+			return nil, false
+		}
+		out := cur.DeepCopy()
+		mergeMeta(out, want, nil)
+		out.Subjects = want.Subjects
+		return out, true
+	},
+}
+
+// ClusterRoleBindingKind is how the engine writes oria's
+// ClusterRoleBindings.
+var ClusterRoleBindingKind = Kind[*rbacv1.ClusterRoleBinding]{
+	Name: "ClusterRoleBinding",
+	New:  func() *rbacv1.ClusterRoleBinding { return &rbacv1.ClusterRoleBinding{} },
+	UpToDate: func(cur, want *rbacv1.ClusterRoleBinding) bool {
+		return metaUpToDate(cur, want) && cur.RoleRef == want.RoleRef && equality.Semantic.DeepEqual(cur.Subjects, want.Subjects)
+	},
+	Replace: func(cur, want *rbacv1.ClusterRoleBinding) bool { return cur.RoleRef != want.RoleRef },
+	Merge: func(cur, want *rbacv1.ClusterRoleBinding) (*rbacv1.ClusterRoleBinding, bool) {
+		if controlled(cur, want) {
+			return nil, false
+		}
+		out := cur.DeepCopy()
+		mergeMeta(out, want, nil)
+		out.Subjects = want.Subjects
+		return out, true
+	},
+}
+
+// metaUpToDate reports whether cur has want's labels, annotations and
+// controller reference.
+func metaUpToDate(cur, want metav1.Object) bool {
+	return ownership.HasLabels(cur.GetLabels(), want.GetLabels()) &&
+		ownership.HasLabels(cur.GetAnnotations(), want.GetAnnotations()) &&
+		controlled(cur, want)
+}
+
+// controlled reports whether cur's controller is want's.
+func controlled(cur, want metav1.Object) bool {
+	refs := want.GetOwnerReferences()
+	return len(refs) == 0 || ownership.IsControlledBy(cur.GetOwnerReferences(), refs[0])
+}
+
+// mergeMeta sets want's labels (less drop), annotations and controller on
+// out. Other references are kept; every other controller reference goes.
+func mergeMeta(out, want metav1.Object, drop []string) {
+	labels := maps.Clone(out.GetLabels())
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, k := range drop {
+		delete(labels, k)
+	}
+	maps.Copy(labels, want.GetLabels())
+	out.SetLabels(labels)
+	if len(want.GetAnnotations()) > 0 {
+		ann := maps.Clone(out.GetAnnotations())
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		maps.Copy(ann, want.GetAnnotations())
+		out.SetAnnotations(ann)
+	}
+	if refs := want.GetOwnerReferences(); len(refs) > 0 {
+		ref := refs[0]
+		kept := slices.DeleteFunc(slices.Clone(out.GetOwnerReferences()), func(r metav1.OwnerReference) bool {
+			return ptr.Deref(r.Controller, false) || r.UID == ref.UID
+		})
+		out.SetOwnerReferences(append(kept, ref))
+	}
+}
+
+// unwanted returns, sorted, the keys of exclusive that have carries and
+// want does not.
+func unwanted(have, want map[string]string, exclusive []string) []string {
+	var out []string
+	for _, k := range exclusive {
+		if _, ok := want[k]; ok {
+			continue
+		}
+		if _, ok := have[k]; ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

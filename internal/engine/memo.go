@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// DefaultRecheck is how long the Memo trusts what it remembers.
+const DefaultRecheck = 30 * time.Second
+
+// Memo remembers the objects the engine found holding a name oria wants
+// (conflicts). Such objects are not oria's and so not in oria's cache, and
+// no event says when they change; without a memory every reconcile would pay
+// a failed create and a read for each. A remembered conflict is reported
+// without any request until it is Writer.Recheck old; the next reconcile
+// after that reads the object again (a read, never a failed create) and
+// creates oria's object if it is gone. Controllers requeue objects in
+// conflict after the same interval, so a conflict that goes away is noticed
+// within about that time. What a Memo holds is a fact about the cluster, so
+// each controller keeps one for the life of the process. A Memo is safe for
+// concurrent use; use NewMemo. A nil *Memo remembers nothing.
+type Memo struct {
+	// Now returns the current time (tests set it).
+	Now func() time.Time
+
+	mu      sync.Mutex
+	entries map[memoKey]memoEntry
+}
+
+type memoKey struct {
+	kind string
+	key  types.NamespacedName
+}
+
+type memoEntry struct {
+	obj client.Object
+	at  time.Time
+}
+
+// NewMemo returns an empty Memo.
+func NewMemo() *Memo {
+	return &Memo{Now: time.Now, entries: map[memoKey]memoEntry{}}
+}
+
+// fresh returns the remembered object when it is younger than recheck.
+func (m *Memo) fresh(kind string, key types.NamespacedName, recheck time.Duration) client.Object {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[memoKey{kind, key}]
+	if !ok || m.now().Sub(e.at) >= recheck {
+		return nil
+	}
+	return e.obj
+}
+
+func (m *Memo) has(kind string, key types.NamespacedName) bool {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.entries[memoKey{kind, key}]
+	return ok
+}
+
+func (m *Memo) remember(kind string, key types.NamespacedName, obj client.Object) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.entries[memoKey{kind, key}] = memoEntry{obj: obj, at: m.now()}
+}
+
+// Forget drops what the Memo knows of the object of kind at key, so that
+// the next Ensure looks again (after oria changed it, or when the caller
+// knows it changed).
+func (m *Memo) Forget(kind string, key types.NamespacedName) { m.forget(kind, key) }
+
+func (m *Memo) forget(kind string, key types.NamespacedName) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.entries, memoKey{kind, key})
+}
+
+// Len returns the number of remembered objects.
+func (m *Memo) Len() int {
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.entries)
+}
+
+func (m *Memo) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}

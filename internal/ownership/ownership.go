@@ -1,0 +1,213 @@
+// Package ownership is the one definition of "did oria create this object,
+// for that owner": the labels oria puts on what it creates, the controller
+// ownerReferences it sets, and the predicates every controller, the write
+// engine and the admission guard use to tell oria's objects from anyone
+// else's. An object that fails these checks is never modified by oria.
+//
+// Every object oria creates carries app.kubernetes.io/managed-by=oria (the
+// cache filter) plus one label naming its owner (extension, scope-template,
+// scope-instance or rbac-policy; values through names.LabelValue), and a
+// controller ownerReference to that owner, so that the garbage collector
+// finishes a cleanup oria could not do.
+package ownership
+
+import (
+	"strconv"
+	"strings"
+
+	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/names"
+)
+
+// Kinds of oria's own objects, as written in ownerReferences.
+const (
+	KindScopeTemplate = "ScopeTemplate"
+	KindScopeInstance = "ScopeInstance"
+	KindRBACPolicy    = "RBACPolicy"
+)
+
+// ExtensionRoleLabels are the labels of the ClusterRole of kind k generated
+// for the extension named ext (without the Legacy aggregation label).
+func ExtensionRoleLabels(ext string, k names.RoleKind) map[string]string {
+	return map[string]string{
+		oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelExtension: names.LabelValue(ext),
+		oriav1alpha1.LabelRole:      string(k),
+	}
+}
+
+// TemplateLabels are the labels of a ClusterRole generated for a template.
+func TemplateLabels(template string) map[string]string {
+	return map[string]string{
+		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelScopeTemplate: names.LabelValue(template),
+	}
+}
+
+// InstanceLabels are the labels of a binding generated for an instance of a
+// template.
+func InstanceLabels(instance, template string) map[string]string {
+	return map[string]string{
+		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelScopeInstance: names.LabelValue(instance),
+		oriav1alpha1.LabelScopeTemplate: names.LabelValue(template),
+	}
+}
+
+// PolicyLabels are the labels of the ScopeTemplate and ScopeInstance
+// compiled from the named RBACPolicy.
+func PolicyLabels(policy string) map[string]string {
+	return map[string]string{
+		oriav1alpha1.LabelManagedBy:  oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelRBACPolicy: names.LabelValue(policy),
+	}
+}
+
+// Ref returns the controller ownerReference to the oria object of kind
+// (KindScopeTemplate, ...) with this name and UID.
+func Ref(kind, name string, uid types.UID) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         oriav1alpha1.GroupVersion.String(),
+		Kind:               kind,
+		Name:               name,
+		UID:                uid,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// ExtensionRef returns the controller ownerReference generated roles carry
+// to their ClusterExtension.
+func ExtensionRef(name string, uid types.UID) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: ocv1.GroupVersion.String(),
+		Kind:       ocv1.ClusterExtensionKind,
+		Name:       name,
+		UID:        uid,
+		Controller: ptr.To(true),
+	}
+}
+
+// HasLabels reports whether have holds every key of want with the same
+// value. Extra labels someone adds to an oria object are not drift.
+func HasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// IsControlledBy reports whether the controller reference among refs is
+// exactly ref (kind, name, UID and API version).
+func IsControlledBy(refs []metav1.OwnerReference, ref metav1.OwnerReference) bool {
+	c := controller(refs)
+	return c != nil && c.Kind == ref.Kind && c.Name == ref.Name && c.UID == ref.UID && c.APIVersion == ref.APIVersion
+}
+
+// ControllerName returns the name of the oria object of kind that controls
+// an object with these ownerReferences, or "" when none does.
+func ControllerName(refs []metav1.OwnerReference, kind string) string {
+	if c := controller(refs); c != nil && c.Kind == kind && strings.HasPrefix(c.APIVersion, oriav1alpha1.GroupVersion.Group+"/") {
+		return c.Name
+	}
+	return ""
+}
+
+// NotControlledByOther reports whether obj has no controller of kind other
+// than the one named name: label values of long names are hashed, so two
+// owners can share one, and the controller reference decides.
+func NotControlledByOther(obj metav1.Object, kind, name string) bool {
+	owner := ControllerName(obj.GetOwnerReferences(), kind)
+	return owner == "" || owner == name
+}
+
+// ControlledByUID reports whether obj's controller has this UID.
+func ControlledByUID(obj metav1.Object, uid types.UID) bool {
+	c := controller(obj.GetOwnerReferences())
+	return c != nil && c.UID == uid
+}
+
+func controller(refs []metav1.OwnerReference) *metav1.OwnerReference {
+	for i := range refs {
+		if ptr.Deref(refs[i].Controller, false) {
+			return &refs[i]
+		}
+	}
+	return nil
+}
+
+// TemplateOwns reports whether obj (a ClusterRole) was created by oria for
+// the named template: it carries the template's labels or is controlled by a
+// ScopeTemplate of that name. (A role of a deleted template of the same name
+// counts: the new template adopts it.)
+func TemplateOwns(obj metav1.Object, template string) bool {
+	return HasLabels(obj.GetLabels(), TemplateLabels(template)) ||
+		ControllerName(obj.GetOwnerReferences(), KindScopeTemplate) == template
+}
+
+// InstanceOwns reports whether obj (a binding) was created by oria for the
+// named instance.
+func InstanceOwns(obj metav1.Object, instance string) bool {
+	return HasLabels(obj.GetLabels(), map[string]string{
+		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelScopeInstance: names.LabelValue(instance),
+	}) || ControllerName(obj.GetOwnerReferences(), KindScopeInstance) == instance
+}
+
+// ExtensionOwns reports whether obj (a ClusterRole) is one oria generated
+// for the extension named name and UID uid: either it carries oria's labels
+// for that extension and its controller, if it still has one, is an
+// extension of that name (a role whose controller is something else is not
+// oria's to change, labels or not; an extension deleted and re-created under
+// the same name is the same extension, as it is to operator-controller's
+// owner labels), or its controller is exactly this extension (oria's role
+// whose labels someone removed).
+func ExtensionOwns(obj metav1.Object, name string, uid types.UID) bool {
+	ref := controller(obj.GetOwnerReferences())
+	if isExtensionRef(ref, name) && ref.UID == uid {
+		return true
+	}
+	l := obj.GetLabels()
+	if l[oriav1alpha1.LabelManagedBy] != oriav1alpha1.ManagedByValue || l[oriav1alpha1.LabelExtension] != names.LabelValue(name) {
+		return false
+	}
+	if ref != nil {
+		return isExtensionRef(ref, name)
+	}
+	_, ok := obj.GetAnnotations()[oriav1alpha1.AnnotationCRD]
+	return ok
+}
+
+// ExtensionOf describes the owner of an oria ClusterRole generated for an
+// extension, for a conflict message.
+func ExtensionOf(obj metav1.Object) string {
+	if ref := controller(obj.GetOwnerReferences()); ref != nil {
+		return ref.Kind + " " + strconv.Quote(ref.Name)
+	}
+	return "label " + oriav1alpha1.LabelExtension + "=" + strconv.Quote(obj.GetLabels()[oriav1alpha1.LabelExtension])
+}
+
+func isExtensionRef(ref *metav1.OwnerReference, name string) bool {
+	if ref == nil || ref.Kind != ocv1.ClusterExtensionKind || ref.Name != name {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == ocv1.GroupVersion.Group
+}
+
+// IsBundleRole reports whether obj was installed by operator-controller for
+// the extension named name (its owner labels say so) and is not oria's.
+func IsBundleRole(obj metav1.Object, name string) bool {
+	l := obj.GetLabels()
+	return l[oriav1alpha1.LabelManagedBy] != oriav1alpha1.ManagedByValue &&
+		l[oriav1alpha1.LabelOLMOwnerKind] == oriav1alpha1.OLMOwnerKindClusterExtension &&
+		l[oriav1alpha1.LabelOLMOwnerName] == name
+}
