@@ -110,10 +110,7 @@ func TestCompileRoles(t *testing.T) {
 					t.Errorf("role name longer than 253: %d", len(r))
 				}
 			}
-			spec, err := templateSpec(got.Template)
-			if err != nil {
-				t.Fatal(err)
-			}
+			spec := got.Template.Spec
 			var bound []string
 			for _, r := range spec.ClusterRoles {
 				if len(r.Rules) != 0 || r.GenerateName != "" {
@@ -139,8 +136,8 @@ func TestCompileObjects(t *testing.T) {
 	})
 	got := Compile(p, crds[1:])
 
-	if *got.Template.GetName() != "rbacpolicy-devs" || *got.Instance.GetName() != "rbacpolicy-devs" {
-		t.Errorf("names = %q, %q", *got.Template.GetName(), *got.Instance.GetName())
+	if got.Template.GetName() != "rbacpolicy-devs" || got.Instance.GetName() != "rbacpolicy-devs" {
+		t.Errorf("names = %q, %q", got.Template.GetName(), got.Instance.GetName())
 	}
 	wantLabels := map[string]string{"app.kubernetes.io/managed-by": "oria", "oria.operatorframework.io/rbac-policy": "devs"}
 	if diff := cmp.Diff(wantLabels, got.Template.Labels); diff != "" {
@@ -149,8 +146,8 @@ func TestCompileObjects(t *testing.T) {
 	if diff := cmp.Diff(wantLabels, got.Instance.Labels); diff != "" {
 		t.Errorf("instance labels (-want +got):\n%s", diff)
 	}
-	for _, refs := range [][]string{{*got.Template.OwnerReferences[0].Name, string(*got.Template.OwnerReferences[0].UID)},
-		{*got.Instance.OwnerReferences[0].Name, string(*got.Instance.OwnerReferences[0].UID)}} {
+	for _, refs := range [][]string{{got.Template.OwnerReferences[0].Name, string(got.Template.OwnerReferences[0].UID)},
+		{got.Instance.OwnerReferences[0].Name, string(got.Instance.OwnerReferences[0].UID)}} {
 		if diff := cmp.Diff([]string{"devs", "uid-1"}, refs); diff != "" {
 			t.Errorf("owner (-want +got):\n%s", diff)
 		}
@@ -159,10 +156,7 @@ func TestCompileObjects(t *testing.T) {
 		t.Error("the policy must be the controller owner")
 	}
 
-	tspec, err := templateSpec(got.Template)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tspec := got.Template.Spec
 	wantSubjects := []rbacv1.Subject{
 		{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "developers"},
 		{Kind: rbacv1.ServiceAccountKind, Name: "bot", Namespace: "ci"},
@@ -171,10 +165,7 @@ func TestCompileObjects(t *testing.T) {
 		t.Errorf("subjects (-want +got):\n%s", diff)
 	}
 
-	ispec, err := instanceSpec(got.Instance)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ispec := got.Instance.Spec
 	want := oriav1alpha1.ScopeInstanceSpec{
 		ScopeTemplateName: "rbacpolicy-devs",
 		Namespaces:        []string{"team-a", "team-b"},
@@ -187,10 +178,7 @@ func TestCompileObjects(t *testing.T) {
 
 func TestCompileClusterWide(t *testing.T) {
 	got := Compile(policy(oriav1alpha1.AccessAdmin), crds)
-	spec, err := instanceSpec(got.Instance)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := got.Instance.Spec
 	if spec.Namespaces != nil || spec.NamespaceSelector != nil {
 		t.Errorf("a policy without namespaces must compile to a cluster-wide instance, got %+v", spec)
 	}
@@ -221,12 +209,12 @@ func TestValidateSubjects(t *testing.T) {
 		{"user ok", rbacv1.Subject{Kind: "User", Name: "alice"}, ""},
 		{"group with api group ok", rbacv1.Subject{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "devs"}, ""},
 		{"sa ok", rbacv1.Subject{Kind: "ServiceAccount", Name: "bot", Namespace: "ci"}, ""},
-		{"sa without namespace", rbacv1.Subject{Kind: "ServiceAccount", Name: "bot"}, `subjects[0]: ServiceAccount "bot" needs a namespace`},
-		{"sa with api group", rbacv1.Subject{Kind: "ServiceAccount", Name: "bot", Namespace: "ci", APIGroup: "x"}, "must have an empty apiGroup"},
+		{"sa without namespace", rbacv1.Subject{Kind: "ServiceAccount", Name: "bot"}, `spec.subjects[0]: ServiceAccount "bot" has no namespace`},
+		{"sa with api group", rbacv1.Subject{Kind: "ServiceAccount", Name: "bot", Namespace: "ci", APIGroup: "x"}, "a ServiceAccount has no apiGroup"},
 		{"unknown kind", rbacv1.Subject{Kind: "Robot", Name: "r2"}, `kind "Robot" is not one of User, Group, ServiceAccount`},
 		{"lower-case kind", rbacv1.Subject{Kind: "user", Name: "alice"}, `kind "user"`},
-		{"empty name", rbacv1.Subject{Kind: "User"}, "subjects[0]: name is required"},
-		{"wrong group", rbacv1.Subject{Kind: "User", Name: "a", APIGroup: "example.com"}, "must have apiGroup rbac.authorization.k8s.io"},
+		{"empty name", rbacv1.Subject{Kind: "User"}, "spec.subjects[0]: name is required"},
+		{"wrong group", rbacv1.Subject{Kind: "User", Name: "a", APIGroup: "example.com"}, `apiGroup of a User must be "rbac.authorization.k8s.io"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := strings.Join(ValidateSubjects([]rbacv1.Subject{tc.subject}), "; ")

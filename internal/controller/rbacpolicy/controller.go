@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -23,7 +22,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -36,14 +34,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/status"
 )
 
-// DefaultConflictRecheckInterval is how often a policy in conflict looks
-// again: the conflicting object is not the policy's, so no event tells the
-// policy when it goes away.
-const DefaultConflictRecheckInterval = 30 * time.Second
+// ControllerName names the controller in logs and metrics; RecorderName is
+// the reporting controller of its Events.
+const (
+	ControllerName = "rbacpolicy"
+	RecorderName   = "oria-" + ControllerName
+)
+
+// DefaultRecheckInterval is how often a policy in conflict looks again: the
+// conflicting object is not the policy's, so no event tells the policy when
+// it goes away.
+const DefaultRecheckInterval = 30 * time.Second
 
 // extensionNameIndex indexes RBACPolicies by spec.extensionName, to find the
 // policies of an extension when it or its CRDs change.
@@ -56,7 +63,7 @@ type Options struct {
 	DefaultMode oriav1alpha1.RBACMode
 	// MaxConcurrentReconciles is the number of workers.
 	MaxConcurrentReconciles int
-	// ConflictRecheckInterval: see DefaultConflictRecheckInterval; zero
+	// ConflictRecheckInterval: see DefaultRecheckInterval; zero
 	// means the default.
 	ConflictRecheckInterval time.Duration
 }
@@ -77,22 +84,23 @@ type Reconciler struct {
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	r := &Reconciler{
 		Client:      mgr.GetClient(),
-		Recorder:    mgr.GetEventRecorder("oria-rbacpolicy"),
+		Recorder:    mgr.GetEventRecorder(RecorderName),
 		DefaultMode: opts.DefaultMode,
 
-		ConflictRecheckInterval: cmp.Or(opts.ConflictRecheckInterval, DefaultConflictRecheckInterval),
+		ConflictRecheckInterval: cmp.Or(opts.ConflictRecheckInterval, DefaultRecheckInterval),
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &oriav1alpha1.RBACPolicy{}, extensionNameIndex,
 		func(o client.Object) []string { return []string{o.(*oriav1alpha1.RBACPolicy).Spec.ExtensionName} }); err != nil {
 		return fmt.Errorf("indexing RBACPolicies by extension: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("rbacpolicy").
+		Named(ControllerName).
 		For(&oriav1alpha1.RBACPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&oriav1alpha1.ScopeTemplate{}).
 		Owns(&oriav1alpha1.ScopeInstance{}).
 		Watches(&ocv1.ClusterExtension{}, handler.EnqueueRequestsFromMapFunc(
-			func(ctx context.Context, o client.Object) []reconcile.Request { return r.policiesOf(ctx, o.GetName()) })).
+			func(ctx context.Context, o client.Object) []reconcile.Request { return r.policiesOf(ctx, o.GetName()) }),
+			builder.WithPredicates(manager.ExtensionChanged())).
 		WatchesMetadata(manager.CRDMetadata(), handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.policiesOf(ctx, o.GetLabels()[oriav1alpha1.LabelOLMOwnerName])
@@ -142,16 +150,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ ct
 	}
 	before := policy.DeepCopy()
 	defer func() {
-		if err := r.patchStatus(ctx, before, policy); err != nil {
-			retErr = errors.Join(retErr, err)
-		}
+		retErr = errors.Join(retErr, status.Patch(ctx, r.Client, before, policy, func(p *oriav1alpha1.RBACPolicy) any { return p.Status }))
 	}()
-	if err := r.reconcileNormal(ctx, policy); err != nil {
-		setReadyCondition(policy, metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+
+	p, err := r.gather(ctx, policy)
+	var out result
+	if err == nil {
+		out, err = r.act(ctx, policy, p)
+	}
+	policy.Status = computeStatus(policy, p, out, err)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if c := meta.FindStatusCondition(policy.Status.Conditions, oriav1alpha1.TypeReady); c != nil && c.Reason == oriav1alpha1.ReasonConflict {
-		return ctrl.Result{RequeueAfter: cmp.Or(r.ConflictRecheckInterval, DefaultConflictRecheckInterval)}, nil
+	if out.conflict != "" {
+		return ctrl.Result{RequeueAfter: cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -188,7 +200,7 @@ func (r *Reconciler) deleteCompiled(ctx context.Context, policy string, uid type
 }
 
 func (r *Reconciler) deleteIfOwned(ctx context.Context, obj client.Object, uid types.UID) error {
-	if uid != "" && !ownedBy(obj, uid) {
+	if uid != "" && !ownership.ControlledByUID(obj, uid) {
 		return nil
 	}
 	if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
@@ -197,105 +209,49 @@ func (r *Reconciler) deleteIfOwned(ctx context.Context, obj client.Object, uid t
 	return nil
 }
 
-// reconcileNormal validates the policy, compiles it against its extension's
-// current APIs, applies the result and mirrors the ScopeInstance's state.
-func (r *Reconciler) reconcileNormal(ctx context.Context, policy *oriav1alpha1.RBACPolicy) error {
-	policy.Status.ScopeTemplateName = ObjectName(policy.Name)
-	policy.Status.ScopeInstanceName = ObjectName(policy.Name)
-
-	// Spec errors are terminal and leave existing grants as they are: the
-	// admin fixes the policy, and a typo never revokes access by surprise.
-	if problems := ValidateSubjects(policy.Spec.Subjects); len(problems) > 0 {
-		setReadyCondition(policy, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidSubject, strings.Join(problems, "; "))
-		return nil
-	}
-	if policy.Spec.NamespaceSelector != nil {
-		if _, err := metav1.LabelSelectorAsSelector(policy.Spec.NamespaceSelector); err != nil {
-			setReadyCondition(policy, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidSelector, fmt.Sprintf("spec.namespaceSelector: %v", err))
-			return nil
-		}
-	}
-
-	ext := &ocv1.ClusterExtension{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: policy.Spec.ExtensionName}, ext); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("getting ClusterExtension %q: %w", policy.Spec.ExtensionName, err)
-		}
-		clearGrant(policy)
-		setReadyCondition(policy, metav1.ConditionFalse, oriav1alpha1.ReasonExtensionNotFound,
-			fmt.Sprintf("ClusterExtension %q does not exist; access is granted once it is installed", policy.Spec.ExtensionName))
-		return r.revoke(ctx, policy)
-	}
-	mode, valid := oriav1alpha1.EffectiveRBACMode(ext.Annotations, r.DefaultMode)
-	switch {
-	case !valid:
-		setReadyCondition(policy, metav1.ConditionFalse, oriav1alpha1.ReasonExtensionUnmanaged,
-			fmt.Sprintf("ClusterExtension %q has an invalid %s annotation %q; existing grants are left unchanged until it is fixed",
-				ext.Name, oriav1alpha1.AnnotationRBACMode, ext.Annotations[oriav1alpha1.AnnotationRBACMode]))
-		return nil
-	case mode == oriav1alpha1.RBACModeUnmanaged:
-		// Unmanaged means nobody but what the admin set up by hand: a
-		// policy's bindings would still grant bundle-provided roles, so
-		// they are removed.
-		clearGrant(policy)
-		setReadyCondition(policy, metav1.ConditionFalse, oriav1alpha1.ReasonExtensionUnmanaged,
-			fmt.Sprintf("ClusterExtension %q is in Unmanaged mode, so oria grants nothing for it; annotate it with %s=FineGrained",
-				ext.Name, oriav1alpha1.AnnotationRBACMode))
-		return r.revoke(ctx, policy)
-	}
-
-	crds, err := r.extensionCRDs(ctx, ext.Name)
-	if err != nil {
-		return err
-	}
-	compiled := Compile(policy, crds)
-	policy.Status.APIs = compiled.APIs
-	if compiled.Template == nil {
-		clearGrant(policy)
-		msg := fmt.Sprintf("ClusterExtension %q provides no API", ext.Name)
-		if len(compiled.Missing) > 0 {
-			msg = fmt.Sprintf("ClusterExtension %q does not provide %s", ext.Name, strings.Join(compiled.Missing, ", "))
-		}
-		setReadyCondition(policy, metav1.ConditionFalse, oriav1alpha1.ReasonAPINotFound, msg)
-		return r.revoke(ctx, policy)
-	}
-
-	if conflict, err := r.apply(ctx, policy, compiled); err != nil || conflict != "" {
-		if conflict != "" {
-			setReadyCondition(policy, metav1.ConditionFalse, oriav1alpha1.ReasonConflict, conflict)
-			r.Recorder.Eventf(policy, nil, corev1.EventTypeWarning, oriav1alpha1.ReasonConflict, "Compile", conflict)
-		}
-		return err
-	}
-	return r.mirrorInstance(ctx, policy, compiled)
+// result is what act did.
+type result struct {
+	// conflict names the same-name objects the policy does not control.
+	conflict string
+	// instance is the compiled ScopeInstance as the cache shows it (nil
+	// before it exists).
+	instance *oriav1alpha1.ScopeInstance
 }
 
-// extensionCRDs returns the sorted names of the CRDs operator-controller
-// installed for the extension (from the metadata-only CRD cache).
-func (r *Reconciler) extensionCRDs(ctx context.Context, extension string) ([]string, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(manager.CRDMetadata().GroupVersionKind().GroupVersion().WithKind("CustomResourceDefinitionList"))
-	if err := r.Client.List(ctx, list, client.MatchingLabels{
-		oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension,
-		oriav1alpha1.LabelOLMOwnerName: extension,
-	}); err != nil {
-		return nil, fmt.Errorf("listing CRDs of ClusterExtension %q: %w", extension, err)
+// act carries out the plan's decision: apply the compiled objects, revoke
+// them, or leave everything as it is.
+func (r *Reconciler) act(ctx context.Context, policy *oriav1alpha1.RBACPolicy, p *plan) (result, error) {
+	switch p.decision {
+	case decisionRevoke:
+		return result{}, r.revoke(ctx, policy, p.message)
+	case decisionApply:
+	default:
+		return result{}, nil
 	}
-	out := make([]string, 0, len(list.Items))
-	for _, crd := range list.Items {
-		if crd.DeletionTimestamp.IsZero() {
-			out = append(out, crd.Name)
+	conflict, err := r.apply(ctx, policy, p.compiled)
+	if err != nil || conflict != "" {
+		if conflict != "" {
+			r.Recorder.Eventf(policy, nil, corev1.EventTypeWarning, oriav1alpha1.ReasonConflict, "Compile", conflict)
 		}
+		return result{conflict: conflict}, err
 	}
-	slices.Sort(out)
-	return out, nil
+	inst := &oriav1alpha1.ScopeInstance{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(p.compiled.Instance), inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Just created; the cache has not seen it yet. Its creation
+			// event requeues the policy.
+			return result{}, nil
+		}
+		return result{}, fmt.Errorf("getting ScopeInstance %q: %w", p.compiled.Instance.Name, err)
+	}
+	return result{instance: inst}, nil
 }
 
 // apply writes the compiled template and instance when they differ from
 // the cluster. A same-name object the policy does not control is a conflict:
 // it is named in the returned message and never modified.
 func (r *Reconciler) apply(ctx context.Context, policy *oriav1alpha1.RBACPolicy, c Compiled) (string, error) {
-	name := *c.Template.GetName()
+	name := c.Template.Name
 	tmpl := &oriav1alpha1.ScopeTemplate{}
 	tmplErr := r.Client.Get(ctx, client.ObjectKey{Name: name}, tmpl)
 	inst := &oriav1alpha1.ScopeInstance{}
@@ -306,54 +262,53 @@ func (r *Reconciler) apply(ctx context.Context, policy *oriav1alpha1.RBACPolicy,
 		}
 	}
 	var conflicts []string
-	if tmplErr == nil && !ownedBy(tmpl, policy.UID) {
+	if tmplErr == nil && !ownership.ControlledByUID(tmpl, policy.UID) {
 		conflicts = append(conflicts, fmt.Sprintf("ScopeTemplate %q exists and was not created by this RBACPolicy", name))
 	}
-	if instErr == nil && !ownedBy(inst, policy.UID) {
+	if instErr == nil && !ownership.ControlledByUID(inst, policy.UID) {
 		conflicts = append(conflicts, fmt.Sprintf("ScopeInstance %q exists and was not created by this RBACPolicy", name))
 	}
 	if len(conflicts) > 0 {
 		return strings.Join(conflicts, "; ") + "; rename or delete it", nil
 	}
-
-	wantT, err := templateSpec(c.Template)
-	if err != nil {
-		return "", err
-	}
-	if apierrors.IsNotFound(tmplErr) || !upToDate(tmpl, policy.Name, &tmpl.Spec, &wantT) {
-		if err := r.Client.Apply(ctx, c.Template, client.FieldOwner(oriav1alpha1.FieldOwner), client.ForceOwnership); err != nil {
-			return "", fmt.Errorf("applying ScopeTemplate %q: %w", name, err)
+	if apierrors.IsNotFound(tmplErr) || !upToDate(tmpl, c.Template, &tmpl.Spec, &c.Template.Spec) {
+		if err := r.applyObject(ctx, c.Template); err != nil {
+			return "", err
 		}
 		r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Compiled", "Apply",
 			"ScopeTemplate %q binds %d ClusterRoles for %d APIs", name, len(c.Roles), len(c.APIs))
 	}
-	wantI, err := instanceSpec(c.Instance)
-	if err != nil {
-		return "", err
-	}
-	if apierrors.IsNotFound(instErr) || !upToDate(inst, policy.Name, &inst.Spec, &wantI) {
-		if err := r.Client.Apply(ctx, c.Instance, client.FieldOwner(oriav1alpha1.FieldOwner), client.ForceOwnership); err != nil {
-			return "", fmt.Errorf("applying ScopeInstance %q: %w", name, err)
+	if apierrors.IsNotFound(instErr) || !upToDate(inst, c.Instance, &inst.Spec, &c.Instance.Spec) {
+		if err := r.applyObject(ctx, c.Instance); err != nil {
+			return "", err
 		}
 		r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Compiled", "Apply", "ScopeInstance %q targets %s", name, describeTarget(policy))
 	}
 	return "", nil
 }
 
+// applyObject server-side applies a compiled object with oria's field owner.
+func (r *Reconciler) applyObject(ctx context.Context, obj client.Object) error {
+	ac, err := engine.ApplyConfiguration(obj)
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Apply(ctx, ac, client.FieldOwner(oriav1alpha1.FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %q: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+	}
+	return nil
+}
+
 // upToDate reports whether a compiled object already has the intended spec
 // and oria's labels, so that an unchanged world causes no write.
-func upToDate(obj metav1.Object, policy string, have, want any) bool {
-	for k, v := range PolicyLabels(policy) {
-		if obj.GetLabels()[k] != v {
-			return false
-		}
-	}
-	return equality.Semantic.DeepEqual(have, want)
+func upToDate(obj, want metav1.Object, have, wantSpec any) bool {
+	return ownership.HasLabels(obj.GetLabels(), want.GetLabels()) && equality.Semantic.DeepEqual(have, wantSpec)
 }
 
 // revoke removes the compiled objects of a policy that currently grants
-// nothing, emitting an event when there was something to remove.
-func (r *Reconciler) revoke(ctx context.Context, policy *oriav1alpha1.RBACPolicy) error {
+// nothing, emitting an event (saying why) when there was something to
+// remove.
+func (r *Reconciler) revoke(ctx context.Context, policy *oriav1alpha1.RBACPolicy, why string) error {
 	var existing oriav1alpha1.ScopeInstanceList
 	if err := r.Client.List(ctx, &existing, client.MatchingLabels(PolicyLabels(policy.Name))); err != nil {
 		return fmt.Errorf("listing ScopeInstances of RBACPolicy %q: %w", policy.Name, err)
@@ -368,55 +323,8 @@ func (r *Reconciler) revoke(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 	if err := r.deleteCompiled(ctx, policy.Name, policy.UID); err != nil {
 		return err
 	}
-	r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Revoked", "Delete", "removed the grant: %s", meta.FindStatusCondition(policy.Status.Conditions, oriav1alpha1.TypeReady).Message)
+	r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Revoked", "Delete", "removed the grant: %s", why)
 	return nil
-}
-
-// mirrorInstance copies the ScopeInstance's progress into the policy.
-func (r *Reconciler) mirrorInstance(ctx context.Context, policy *oriav1alpha1.RBACPolicy, c Compiled) error {
-	inst := &oriav1alpha1.ScopeInstance{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: *c.Instance.GetName()}, inst); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Just created; the cache has not seen it yet. Its creation
-			// event requeues the policy.
-			setReadyCondition(policy, metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, "waiting for the ScopeInstance to be created")
-			return nil
-		}
-		return fmt.Errorf("getting ScopeInstance %q: %w", inst.Name, err)
-	}
-	policy.Status.Scope = inst.Status.Scope
-	policy.Status.BoundNamespaces = inst.Status.BoundNamespaces
-	policy.Status.BoundNamespaceCount = inst.Status.BoundNamespaceCount
-
-	ready := meta.FindStatusCondition(inst.Status.Conditions, oriav1alpha1.TypeReady)
-	wantI, err := instanceSpec(c.Instance)
-	if err != nil {
-		return err
-	}
-	switch {
-	case ready == nil || ready.ObservedGeneration != inst.Generation || !equality.Semantic.DeepEqual(inst.Spec, wantI):
-		setReadyCondition(policy, metav1.ConditionFalse, oriav1alpha1.ReasonProgressing,
-			fmt.Sprintf("waiting for ScopeInstance %q to bind the roles", inst.Name))
-	case ready.Status != metav1.ConditionTrue:
-		setReadyCondition(policy, ready.Status, ready.Reason, fmt.Sprintf("ScopeInstance %q: %s", inst.Name, ready.Message))
-	case len(c.Missing) > 0:
-		setReadyCondition(policy, metav1.ConditionFalse, oriav1alpha1.ReasonAPINotFound,
-			fmt.Sprintf("granted for %s, but ClusterExtension %q does not provide %s",
-				strings.Join(c.APIs, ", "), policy.Spec.ExtensionName, strings.Join(c.Missing, ", ")))
-	default:
-		setReadyCondition(policy, metav1.ConditionTrue, oriav1alpha1.ReasonBound,
-			fmt.Sprintf("%s access to %s for %d subjects %s", policy.Spec.Access, strings.Join(c.APIs, ", "),
-				len(policy.Spec.Subjects), describeBound(policy)))
-	}
-	return nil
-}
-
-// clearGrant empties the status fields that describe a grant in place.
-func clearGrant(policy *oriav1alpha1.RBACPolicy) {
-	policy.Status.APIs = nil
-	policy.Status.Scope = ""
-	policy.Status.BoundNamespaces = nil
-	policy.Status.BoundNamespaceCount = 0
 }
 
 func describeTarget(policy *oriav1alpha1.RBACPolicy) string {
@@ -432,28 +340,4 @@ func describeTarget(policy *oriav1alpha1.RBACPolicy) string {
 		}
 		return fmt.Sprintf("namespaces %s and those matching %q", strings.Join(policy.Spec.Namespaces, ", "), sel.String())
 	}
-}
-
-func describeBound(policy *oriav1alpha1.RBACPolicy) string {
-	if policy.Status.Scope == oriav1alpha1.ScopeCluster {
-		return "cluster-wide"
-	}
-	return fmt.Sprintf("in %d namespaces", policy.Status.BoundNamespaceCount)
-}
-
-// setReadyCondition sets the policy's Ready condition for its generation.
-func setReadyCondition(policy *oriav1alpha1.RBACPolicy, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&policy.Status.Conditions, metav1.Condition{
-		Type:               oriav1alpha1.TypeReady,
-		Status:             status,
-		Reason:             reason,
-		Message:            message,
-		ObservedGeneration: policy.Generation,
-	})
-}
-
-// patchStatus writes the status when it changed.
-func (r *Reconciler) patchStatus(ctx context.Context, before, policy *oriav1alpha1.RBACPolicy) error {
-	policy.Status.ObservedGeneration = policy.Generation
-	return status.Patch(ctx, r.Client, before, policy, func(p *oriav1alpha1.RBACPolicy) any { return p.Status })
 }

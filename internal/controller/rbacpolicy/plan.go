@@ -1,0 +1,96 @@
+package rbacpolicy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/manager"
+)
+
+// decision is what a reconcile does with a policy's compiled objects.
+type decision int
+
+const (
+	// decisionKeep leaves the compiled objects as they are: a spec error
+	// the admin must fix, or an extension whose mode annotation is invalid
+	// (a typo never revokes access by surprise).
+	decisionKeep decision = iota
+	// decisionRevoke removes them: the policy grants nothing now.
+	decisionRevoke
+	// decisionApply writes them and mirrors the ScopeInstance.
+	decisionApply
+)
+
+// plan is what one reconcile of a policy read and decided.
+type plan struct {
+	decision decision
+	// reason and message explain a keep or revoke decision (the Ready
+	// condition's reason and message).
+	reason, message string
+	// compiled is the policy compiled against its extension's APIs
+	// (decisionApply, and APINotFound revocations).
+	compiled Compiled
+}
+
+// gather validates the policy, reads its extension and that extension's
+// APIs from the cache, and decides.
+func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy) (*plan, error) {
+	keep := func(reason, msg string) (*plan, error) {
+		return &plan{decision: decisionKeep, reason: reason, message: msg}, nil
+	}
+	revoke := func(reason, msg string) (*plan, error) {
+		return &plan{decision: decisionRevoke, reason: reason, message: msg}, nil
+	}
+	// Spec errors are terminal and leave existing grants as they are: the
+	// admin fixes the policy, and a typo never revokes access by surprise.
+	if problems := ValidateSubjects(policy.Spec.Subjects); len(problems) > 0 {
+		return keep(oriav1alpha1.ReasonInvalidSubject, strings.Join(problems, "; "))
+	}
+	if policy.Spec.NamespaceSelector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(policy.Spec.NamespaceSelector); err != nil {
+			return keep(oriav1alpha1.ReasonInvalidSelector, fmt.Sprintf("spec.namespaceSelector: %v", err))
+		}
+	}
+	ext := &ocv1.ClusterExtension{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: policy.Spec.ExtensionName}, ext); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("getting ClusterExtension %q: %w", policy.Spec.ExtensionName, err)
+		}
+		return revoke(oriav1alpha1.ReasonExtensionNotFound,
+			fmt.Sprintf("ClusterExtension %q does not exist; access is granted once it is installed", policy.Spec.ExtensionName))
+	}
+	mode, valid := oriav1alpha1.EffectiveRBACMode(ext.Annotations, r.DefaultMode)
+	switch {
+	case !valid:
+		return keep(oriav1alpha1.ReasonExtensionUnmanaged,
+			fmt.Sprintf("ClusterExtension %q has an invalid %s annotation %q; existing grants are left unchanged until it is fixed",
+				ext.Name, oriav1alpha1.AnnotationRBACMode, ext.Annotations[oriav1alpha1.AnnotationRBACMode]))
+	case mode == oriav1alpha1.RBACModeUnmanaged:
+		// Unmanaged means nobody but what the admin set up by hand: a
+		// policy's bindings would still grant bundle-provided roles, so
+		// they are removed.
+		return revoke(oriav1alpha1.ReasonExtensionUnmanaged,
+			fmt.Sprintf("ClusterExtension %q is in Unmanaged mode, so oria grants nothing for it; annotate it with %s=FineGrained",
+				ext.Name, oriav1alpha1.AnnotationRBACMode))
+	}
+	crds, err := manager.ExtensionCRDs(ctx, r.Client, ext.Name)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{decision: decisionApply, compiled: Compile(policy, crds)}
+	if p.compiled.Template == nil {
+		p.decision, p.reason = decisionRevoke, oriav1alpha1.ReasonAPINotFound
+		p.message = fmt.Sprintf("ClusterExtension %q provides no API", ext.Name)
+		if len(p.compiled.Missing) > 0 {
+			p.message = fmt.Sprintf("ClusterExtension %q does not provide %s", ext.Name, strings.Join(p.compiled.Missing, ", "))
+		}
+	}
+	return p, nil
+}

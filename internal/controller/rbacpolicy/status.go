@@ -1,0 +1,77 @@
+package rbacpolicy
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+)
+
+// computeStatus returns the status of policy after a reconcile with plan p
+// (nil when gathering failed), result out and error err. It is pure. The
+// observed generation advances only when the reconcile succeeded.
+func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err error) oriav1alpha1.RBACPolicyStatus {
+	st := *policy.Status.DeepCopy()
+	ready := func(c metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: oriav1alpha1.TypeReady, Status: c, Reason: reason, Message: msg, ObservedGeneration: policy.Generation,
+		})
+	}
+	if err != nil {
+		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+		return st
+	}
+	st.ObservedGeneration = policy.Generation
+	st.ScopeTemplateName = ObjectName(policy.Name)
+	st.ScopeInstanceName = ObjectName(policy.Name)
+	switch p.decision {
+	case decisionKeep:
+		ready(metav1.ConditionFalse, p.reason, p.message)
+		return st
+	case decisionRevoke:
+		st.APIs, st.Scope, st.BoundNamespaces, st.BoundNamespaceCount = nil, "", nil, 0
+		ready(metav1.ConditionFalse, p.reason, p.message)
+		return st
+	}
+	c := p.compiled
+	st.APIs = c.APIs
+	if out.conflict != "" {
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, out.conflict)
+		return st
+	}
+	inst := out.instance
+	if inst == nil {
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, "waiting for the ScopeInstance to be created")
+		return st
+	}
+	st.Scope = inst.Status.Scope
+	st.BoundNamespaces = inst.Status.BoundNamespaces
+	st.BoundNamespaceCount = inst.Status.BoundNamespaceCount
+	instReady := meta.FindStatusCondition(inst.Status.Conditions, oriav1alpha1.TypeReady)
+	switch {
+	case instReady == nil || instReady.ObservedGeneration != inst.Generation || !equality.Semantic.DeepEqual(inst.Spec, c.Instance.Spec):
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, fmt.Sprintf("waiting for ScopeInstance %q to bind the roles", inst.Name))
+	case instReady.Status != metav1.ConditionTrue:
+		ready(instReady.Status, instReady.Reason, fmt.Sprintf("ScopeInstance %q: %s", inst.Name, instReady.Message))
+	case len(c.Missing) > 0:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonAPINotFound,
+			fmt.Sprintf("granted for %s, but ClusterExtension %q does not provide %s",
+				strings.Join(c.APIs, ", "), policy.Spec.ExtensionName, strings.Join(c.Missing, ", ")))
+	default:
+		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound,
+			fmt.Sprintf("%s access to %s for %d subjects %s", policy.Spec.Access, strings.Join(c.APIs, ", "),
+				len(policy.Spec.Subjects), describeBound(st)))
+	}
+	return st
+}
+
+func describeBound(st oriav1alpha1.RBACPolicyStatus) string {
+	if st.Scope == oriav1alpha1.ScopeCluster {
+		return "cluster-wide"
+	}
+	return fmt.Sprintf("in %d namespaces", st.BoundNamespaceCount)
+}

@@ -1,0 +1,192 @@
+package scopeinstance
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/ownership"
+)
+
+// plan is what one reconcile read and decided.
+type plan struct {
+	// specErr is set when the spec (or its template) must be fixed by the
+	// user: nothing is written then, existing bindings stay.
+	specErr  *binding.SpecError
+	template *oriav1alpha1.ScopeTemplate
+	// roles to bind: referenced roles and inline roles that are in place.
+	roles []string
+	// pending inline roles not created yet: their existing bindings stay,
+	// no new ones are made.
+	pending []string
+	// conflicted inline roles whose name a foreign ClusterRole holds.
+	conflicted []string
+	targets    binding.Targets
+	// wantRBs / wantCRBs are the intended bindings; existing* the cached
+	// bindings of the instance; stale* those to delete.
+	wantRBs                 []*rbacv1.RoleBinding
+	wantCRBs                []*rbacv1.ClusterRoleBinding
+	existingRBs, staleRBs   []*rbacv1.RoleBinding
+	existingCRBs, staleCRBs []*rbacv1.ClusterRoleBinding
+}
+
+// gather reads what a reconcile of si needs and decides the bindings with
+// the pure functions of package binding.
+func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, error) {
+	p, serr, err := r.resolve(ctx, si)
+	if err != nil {
+		return nil, err
+	}
+	if serr != nil {
+		return &plan{specErr: serr}, nil
+	}
+	subj := p.template.Spec.BindingTemplate.Subjects
+	if p.targets.Cluster {
+		p.wantCRBs = binding.ClusterRoleBindings(si, p.template.Name, p.roles, subj)
+	} else {
+		p.wantRBs = binding.RoleBindings(si, p.template.Name, p.roles, subj, p.targets.Namespaces)
+	}
+	if p.existingRBs, p.existingCRBs, err = r.existingBindings(ctx, si.Name); err != nil {
+		return nil, err
+	}
+	keep := binding.Keep(si.Name, append(binding.Objects(p.wantRBs), binding.Objects(p.wantCRBs)...), p.targets, p.pending)
+	p.staleRBs = binding.Stale(p.existingRBs, keep, p.targets)
+	p.staleCRBs = binding.Stale(p.existingCRBs, keep, p.targets)
+	return p, nil
+}
+
+// resolve reads the template, checks the spec and finds the targets. A
+// SpecError is the user's to fix; an error is retried.
+func (r *Reconciler) resolve(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, *binding.SpecError, error) {
+	if _, serr := binding.Selector(si.Spec); serr != nil {
+		return nil, serr, nil
+	}
+	t := &oriav1alpha1.ScopeTemplate{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: si.Spec.ScopeTemplateName}, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &binding.SpecError{Reason: oriav1alpha1.ReasonTemplateNotFound, Message: fmt.Sprintf(
+				"ScopeTemplate %q does not exist; existing bindings are kept until it does or the instance is deleted", si.Spec.ScopeTemplateName)}, nil
+		}
+		return nil, nil, fmt.Errorf("reading ScopeTemplate %q: %w", si.Spec.ScopeTemplateName, err)
+	}
+	if serr := binding.ValidateTemplate(t); serr != nil {
+		return nil, &binding.SpecError{Reason: oriav1alpha1.ReasonTemplateInvalid, Message: fmt.Sprintf(
+			"ScopeTemplate %q is not valid (%s: %s); existing bindings are kept until it is fixed", t.Name, serr.Reason, serr.Message)}, nil
+	}
+	p := &plan{template: t}
+	if binding.IsClusterWide(si.Spec) {
+		if serr := binding.ValidateClusterSubjects(t.Spec.BindingTemplate.Subjects); serr != nil {
+			serr.Message = fmt.Sprintf("ScopeTemplate %q: %s", t.Name, serr.Message)
+			return nil, serr, nil
+		}
+		p.targets = binding.Targets{Cluster: true}
+	} else {
+		nss, err := r.namespaces(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		targets, serr := binding.ResolveTargets(si.Spec, nss)
+		if serr != nil {
+			return nil, serr, nil
+		}
+		p.targets = targets
+	}
+	for _, role := range binding.Roles(t) {
+		if !role.Inline {
+			p.roles = append(p.roles, role.Name)
+			continue
+		}
+		state, err := r.inlineRoleState(ctx, t.Name, role.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch state {
+		case roleReady:
+			p.roles = append(p.roles, role.Name)
+		case rolePending:
+			p.pending = append(p.pending, role.Name)
+		case roleConflict:
+			p.conflicted = append(p.conflicted, role.Name)
+		}
+	}
+	return p, nil, nil
+}
+
+type roleState int
+
+const (
+	roleReady roleState = iota
+	rolePending
+	roleConflict
+)
+
+// inlineRoleState tells whether an inline role of template is in place
+// (oria's, for this template), not created yet, or held by someone else.
+func (r *Reconciler) inlineRoleState(ctx context.Context, template, role string) (roleState, error) {
+	cr := &rbacv1.ClusterRole{}
+	err := r.Client.Get(ctx, types.NamespacedName{Name: role}, cr)
+	if apierrors.IsNotFound(err) {
+		// Not in oria's cache: absent, or without oria's labels.
+		err = r.APIReader.Get(ctx, types.NamespacedName{Name: role}, cr)
+		if apierrors.IsNotFound(err) {
+			return rolePending, nil
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading ClusterRole %q: %w", role, err)
+	}
+	if ownership.TemplateOwns(cr, template) {
+		return roleReady, nil
+	}
+	return roleConflict, nil
+}
+
+// namespaces returns every namespace from the metadata cache.
+func (r *Reconciler) namespaces(ctx context.Context) ([]binding.Namespace, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	out := make([]binding.Namespace, len(list.Items))
+	for i, ns := range list.Items {
+		out[i] = binding.Namespace{Name: ns.Name, Labels: ns.Labels, Terminating: !ns.DeletionTimestamp.IsZero()}
+	}
+	return out, nil
+}
+
+// existingBindings returns the cached bindings of the named instance.
+func (r *Reconciler) existingBindings(ctx context.Context, instance string) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
+	sel := client.MatchingFields{manager.IndexScopeInstance: names.LabelValue(instance)}
+	var rbl rbacv1.RoleBindingList
+	if err := r.Client.List(ctx, &rbl, sel); err != nil {
+		return nil, nil, fmt.Errorf("listing the RoleBindings of ScopeInstance %q: %w", instance, err)
+	}
+	var crbl rbacv1.ClusterRoleBindingList
+	if err := r.Client.List(ctx, &crbl, sel); err != nil {
+		return nil, nil, fmt.Errorf("listing the ClusterRoleBindings of ScopeInstance %q: %w", instance, err)
+	}
+	var rbs []*rbacv1.RoleBinding
+	for i := range rbl.Items {
+		if ownership.NotControlledByOther(&rbl.Items[i], ownership.KindScopeInstance, instance) {
+			rbs = append(rbs, &rbl.Items[i])
+		}
+	}
+	var crbs []*rbacv1.ClusterRoleBinding
+	for i := range crbl.Items {
+		if ownership.NotControlledByOther(&crbl.Items[i], ownership.KindScopeInstance, instance) {
+			crbs = append(crbs, &crbl.Items[i])
+		}
+	}
+	return rbs, crbs, nil
+}

@@ -1,0 +1,155 @@
+package scopeinstance
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/status"
+)
+
+// computeStatus returns the status of si after a reconcile with plan p (nil
+// when gathering failed), write result res and error err. It is pure. The
+// observed generation advances only when the reconcile succeeded; failed
+// writes are reported as ReconcileError (Unknown) and retried.
+func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) oriav1alpha1.ScopeInstanceStatus {
+	st := *si.Status.DeepCopy()
+	ready := func(c metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: oriav1alpha1.TypeReady, Status: c, Reason: reason, Message: msg, ObservedGeneration: si.Generation,
+		})
+	}
+	if err == nil {
+		st.ObservedGeneration = si.Generation
+	}
+	switch {
+	case p == nil:
+		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+		return st
+	case p.specErr != nil:
+		ready(metav1.ConditionFalse, p.specErr.Reason, p.specErr.Message)
+		return st
+	}
+	st.Scope = oriav1alpha1.ScopeNamespaces
+	if p.targets.Cluster {
+		st.Scope = oriav1alpha1.ScopeCluster
+	}
+	st.BoundNamespaces = boundNamespaces(si.Name, p, res)
+	st.BoundNamespaceCount = int32(len(st.BoundNamespaces))
+	switch {
+	case err != nil:
+		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+	case len(res.conflicts) > 0:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict,
+			status.Enumerate(res.conflicts, 5)+"; oria leaves such objects alone: remove or rename them")
+	case len(p.targets.Missing) > 0:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound,
+			fmt.Sprintf("namespace(s) %s do not exist; they are bound as soon as they are created (bound in %d other namespace(s))",
+				status.Enumerate(p.targets.Missing, 10), len(st.BoundNamespaces)))
+	case len(p.pending) > 0:
+		msg := fmt.Sprintf("waiting for the ScopeTemplate controller to create ClusterRole(s) %s", status.Enumerate(p.pending, 10))
+		// If the template says why it cannot, say it here too.
+		if c := meta.FindStatusCondition(p.template.Status.Conditions, oriav1alpha1.TypeReady); c != nil && c.Status != metav1.ConditionTrue {
+			msg += fmt.Sprintf(" (ScopeTemplate %q: %s: %s)", p.template.Name, c.Reason, c.Message)
+		}
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, msg)
+	case p.targets.Cluster:
+		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, fmt.Sprintf("%d ClusterRole(s) bound cluster-wide", len(p.roles)))
+	default:
+		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound,
+			fmt.Sprintf("%d ClusterRole(s) bound in %d namespace(s)", len(p.roles), len(st.BoundNamespaces)))
+	}
+	return st
+}
+
+// boundNamespaces returns the target namespaces where every intended
+// binding is in place, sorted.
+func boundNamespaces(instance string, p *plan, res result) []string {
+	if p.targets.Cluster {
+		return nil
+	}
+	existing := engine.ByKey(p.existingRBs)
+	var out []string
+	for _, ns := range p.targets.Namespaces {
+		if res.summary.Bad[ns] || res.summary.Skipped[ns] || !pendingBound(instance, ns, p.pending, existing) {
+			continue
+		}
+		out = append(out, ns)
+	}
+	return out
+}
+
+// pendingBound reports whether the bindings of the pending roles exist in
+// ns (kept from before), so that ns is still fully bound.
+func pendingBound(instance, ns string, pending []string, existing map[types.NamespacedName]*rbacv1.RoleBinding) bool {
+	for _, role := range pending {
+		if _, ok := existing[types.NamespacedName{Namespace: ns, Name: binding.BindingName(instance, role)}]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// recordEvents emits one Event per kind of change with counts, never one
+// per namespace.
+func (r *Reconciler) recordEvents(si *oriav1alpha1.ScopeInstance, rbs, crbs, delRBs, delCRBs []engine.Outcome, conflicts []string) {
+	if r.Recorder == nil {
+		return
+	}
+	count := func(action engine.Action, lists ...[]engine.Outcome) (n int, nss map[string]bool) {
+		nss = map[string]bool{}
+		for _, l := range lists {
+			for _, o := range l {
+				if o.Action == action {
+					n++
+					if o.Namespace != "" {
+						nss[o.Namespace] = true
+					}
+				}
+			}
+		}
+		return n, nss
+	}
+	describe := func(nRB int, nss map[string]bool, nCRB int) string {
+		var parts []string
+		if nRB > 0 {
+			parts = append(parts, fmt.Sprintf("%d RoleBinding(s) in %d namespace(s)", nRB, len(nss)))
+		}
+		if nCRB > 0 {
+			parts = append(parts, fmt.Sprintf("%d ClusterRoleBinding(s)", nCRB))
+		}
+		return strings.Join(parts, " and ")
+	}
+	for _, e := range []struct {
+		action engine.Action
+		reason string
+		verb   string
+		past   string
+		rb     []engine.Outcome
+		crb    []engine.Outcome
+	}{
+		{engine.Created, EventBindingsCreated, "Create", "created", rbs, crbs},
+		{engine.Updated, EventBindingsUpdated, "Update", "updated", rbs, crbs},
+		{engine.Replaced, EventBindingsReplaced, "Replace", "replaced (roleRef changed)", rbs, crbs},
+		{engine.Deleted, EventBindingsDeleted, "Delete", "deleted", delRBs, delCRBs},
+	} {
+		nRB, nss := count(e.action, e.rb)
+		nCRB, _ := count(e.action, e.crb)
+		if nRB+nCRB > 0 {
+			r.Recorder.Eventf(si, nil, corev1.EventTypeNormal, e.reason, e.verb, "%s %s", e.past, describe(nRB, nss, nCRB))
+		}
+	}
+	// A conflict is news when the instance was not already reporting it;
+	// every retry would otherwise repeat the warning.
+	if prev := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady); len(conflicts) > 0 && (prev == nil || prev.Reason != oriav1alpha1.ReasonConflict) {
+		r.Recorder.Eventf(si, nil, corev1.EventTypeWarning, EventConflict, "Create", "%s; left unchanged", status.Enumerate(conflicts, 5))
+	}
+}
