@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
 	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/testutil"
 	"github.com/operator-framework/oria/test/localcluster"
 )
