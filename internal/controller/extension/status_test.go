@@ -1,0 +1,73 @@
+package extension
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+)
+
+func TestConditionFor(t *testing.T) {
+	legacy := &plan{mode: oriav1alpha1.RBACModeLegacy, annotated: true, valid: true, crds: []string{"a.example.com", "b.example.com"}}
+	fine := &plan{mode: oriav1alpha1.RBACModeFineGrained, annotated: true, valid: true, crds: []string{"a.example.com"}}
+	tests := []struct {
+		name string
+		p    *plan
+		out  outcome
+		err  error
+		want metav1.Condition
+	}{{
+		name: "internal error is Unknown, whatever the plan",
+		p:    nil,
+		err:  errors.New("etcd is sad"),
+		want: metav1.Condition{Status: metav1.ConditionUnknown, Reason: oriav1alpha1.ReasonReconcileError,
+			Message: "oria could not reconcile the ClusterRoles of this extension and retries: etcd is sad"},
+	}, {
+		name: "invalid mode names the value and keeps the roles",
+		p:    &plan{annotated: true, annotation: "Sometimes", valid: false},
+		want: metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonInvalidMode,
+			Message: `annotation oria.operatorframework.io/rbac-mode has the invalid value "Sometimes" (valid: Legacy, FineGrained, Unmanaged); nothing was changed and ClusterRoles generated earlier are kept`},
+	}, {
+		name: "unmanaged by default says so",
+		p:    &plan{mode: oriav1alpha1.RBACModeUnmanaged, valid: true},
+		want: metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonUnmanaged,
+			Message: "RBAC for this extension's APIs is not managed by oria; grant access manually or set the annotation oria.operatorframework.io/rbac-mode to Legacy or FineGrained (the annotation is not set, and oria's default mode is Unmanaged)"},
+	}, {
+		name: "unmanaged by annotation",
+		p:    &plan{mode: oriav1alpha1.RBACModeUnmanaged, annotated: true, valid: true},
+		want: metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonUnmanaged,
+			Message: "RBAC for this extension's APIs is not managed by oria; grant access manually or set the annotation oria.operatorframework.io/rbac-mode to Legacy or FineGrained"},
+	}, {
+		name: "legacy",
+		p:    legacy,
+		want: metav1.Condition{Status: metav1.ConditionTrue, Reason: oriav1alpha1.ReasonLegacy,
+			Message: "ClusterRoles for 2 API(s) are in place and aggregated to the built-in admin, edit and view ClusterRoles"},
+	}, {
+		name: "fine-grained with a bundle role",
+		p:    fine,
+		out:  outcome{bundle: []string{"a.example.com-admin"}},
+		want: metav1.Condition{Status: metav1.ConditionTrue, Reason: oriav1alpha1.ReasonFineGrained,
+			Message: "ClusterRoles for 1 API(s) are in place, without aggregation; grant them with RBACPolicy objects. Provided by the bundle (used instead of generated roles): a.example.com-admin"},
+	}, {
+		name: "no APIs yet",
+		p:    &plan{mode: oriav1alpha1.RBACModeLegacy, valid: true},
+		want: metav1.Condition{Status: metav1.ConditionTrue, Reason: oriav1alpha1.ReasonLegacy,
+			Message: "The extension provides no APIs yet (no CustomResourceDefinitions labelled for it); nothing to generate"},
+	}, {
+		name: "conflict is False and names the roles",
+		p:    legacy,
+		out:  outcome{conflicts: []string{`ClusterRole "a.example.com-view" exists and was not created by oria`}},
+		want: metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonConflict,
+			Message: `ClusterRole "a.example.com-view" exists and was not created by oria. These roles are left alone; delete or rename them and oria generates its own. The extension's other ClusterRoles are in place (mode Legacy)`},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, conditionFor(tc.p, tc.out, tc.err)); diff != "" {
+				t.Errorf("conditionFor (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

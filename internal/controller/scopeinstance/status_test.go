@@ -1,0 +1,96 @@
+package scopeinstance
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/engine"
+)
+
+func TestComputeStatus(t *testing.T) {
+	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "si", Generation: 5},
+		Status: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 4, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"old"}, BoundNamespaceCount: 1}}
+	tmpl := &oriav1alpha1.ScopeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}}
+	cond := func(s metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+		return []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: s, Reason: reason, Message: msg, ObservedGeneration: 5}}
+	}
+	ns := func(names ...string) binding.Targets { return binding.Targets{Namespaces: names} }
+	// A binding of the pending role "inline" kept from before in namespace a.
+	keptInA := []*rbacv1.RoleBinding{{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: binding.BindingName("si", "inline")}}}
+	summary := func(bad ...string) engine.Summary {
+		s := engine.Summarize()
+		for _, b := range bad {
+			s.Bad[b] = true
+		}
+		return s
+	}
+	tests := []struct {
+		name string
+		p    *plan
+		res  result
+		err  error
+		want oriav1alpha1.ScopeInstanceStatus
+	}{{
+		name: "gathering failed: Unknown, nothing else changes",
+		err:  errors.New("cache not synced"),
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 4, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"old"}, BoundNamespaceCount: 1,
+			Conditions: cond(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, "cache not synced")},
+	}, {
+		name: "spec error: terminal, bound namespaces kept",
+		p:    &plan{specErr: &binding.SpecError{Reason: oriav1alpha1.ReasonTemplateNotFound, Message: "no template"}},
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"old"}, BoundNamespaceCount: 1,
+			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonTemplateNotFound, "no template")},
+	}, {
+		name: "bound in namespaces",
+		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a", "b")},
+		res:  result{summary: summary()},
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a", "b"}, BoundNamespaceCount: 2,
+			Conditions: cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 2 namespace(s)")},
+	}, {
+		name: "cluster-wide",
+		p:    &plan{template: tmpl, roles: []string{"view", "edit"}, targets: binding.Targets{Cluster: true}},
+		res:  result{summary: summary()},
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeCluster,
+			Conditions: cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "2 ClusterRole(s) bound cluster-wide")},
+	}, {
+		name: "a failed namespace is not bound, and the write error is Unknown",
+		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a", "b")},
+		res:  result{summary: summary("b")},
+		err:  errors.New("forbidden in b"),
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 4, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
+			Conditions: cond(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, "forbidden in b")},
+	}, {
+		name: "conflict",
+		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a", "b")},
+		res:  result{summary: summary("b"), conflicts: []string{`RoleBinding "x" in namespace "b" exists`}},
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
+			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, `RoleBinding "x" in namespace "b" exists; oria leaves such objects alone: remove or rename them`)},
+	}, {
+		name: "missing namespace",
+		p:    &plan{template: tmpl, roles: []string{"view"}, targets: binding.Targets{Namespaces: []string{"a"}, Missing: []string{"later"}}},
+		res:  result{summary: summary()},
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
+			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound, "namespace(s) later do not exist; they are bound as soon as they are created (bound in 1 other namespace(s))")},
+	}, {
+		name: "pending inline role: only namespaces that still have its binding count as bound",
+		p:    &plan{template: tmpl, roles: []string{"view"}, pending: []string{"inline"}, targets: ns("a", "b"), existingRBs: keptInA},
+		res:  result{summary: summary()},
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
+			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, "waiting for the ScopeTemplate controller to create ClusterRole(s) inline")},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := computeStatus(si, tc.p, tc.res, tc.err)
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
+				t.Errorf("computeStatus (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
