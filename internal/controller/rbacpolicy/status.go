@@ -13,7 +13,8 @@ import (
 
 // computeStatus returns the status of policy after a reconcile with plan p
 // (nil when gathering failed), result out and error err. It is pure. The
-// observed generation advances only when the reconcile succeeded.
+// observed generation advances when the reconcile evaluated the current
+// spec (the plan exists); a failed write is then reported as ReconcileError.
 func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err error) oriav1alpha1.RBACPolicyStatus {
 	st := *policy.Status.DeepCopy()
 	ready := func(c metav1.ConditionStatus, reason, msg string) {
@@ -21,13 +22,17 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 			Type: oriav1alpha1.TypeReady, Status: c, Reason: reason, Message: msg, ObservedGeneration: policy.Generation,
 		})
 	}
-	if err != nil {
+	if p == nil {
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
 		return st
 	}
 	st.ObservedGeneration = policy.Generation
 	st.ScopeTemplateName = ObjectName(policy.Name)
 	st.ScopeInstanceName = ObjectName(policy.Name)
+	if err != nil {
+		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+		return st
+	}
 	switch p.decision {
 	case decisionKeep:
 		ready(metav1.ConditionFalse, p.reason, p.message)

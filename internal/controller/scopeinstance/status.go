@@ -18,8 +18,10 @@ import (
 
 // computeStatus returns the status of si after a reconcile with plan p (nil
 // when gathering failed), write result res and error err. It is pure. The
-// observed generation advances only when the reconcile succeeded; failed
-// writes are reported as ReconcileError (Unknown) and retried.
+// observed generation advances when the reconcile evaluated the current
+// spec (the plan exists): the status then describes that generation, and
+// writes that failed are reported as ReconcileError (Unknown) and retried.
+// When gathering failed nothing was decided, and it stays where it was.
 func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) oriav1alpha1.ScopeInstanceStatus {
 	st := *si.Status.DeepCopy()
 	ready := func(c metav1.ConditionStatus, reason, msg string) {
@@ -27,13 +29,12 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 			Type: oriav1alpha1.TypeReady, Status: c, Reason: reason, Message: msg, ObservedGeneration: si.Generation,
 		})
 	}
-	if err == nil {
-		st.ObservedGeneration = si.Generation
-	}
-	switch {
-	case p == nil:
+	if p == nil {
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
 		return st
+	}
+	st.ObservedGeneration = si.Generation
+	switch {
 	case p.specErr != nil:
 		ready(metav1.ConditionFalse, p.specErr.Reason, p.specErr.Message)
 		return st

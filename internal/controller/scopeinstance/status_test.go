@@ -64,7 +64,7 @@ func TestComputeStatus(t *testing.T) {
 		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a", "b")},
 		res:  result{summary: summary("b")},
 		err:  errors.New("forbidden in b"),
-		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 4, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, "forbidden in b")},
 	}, {
 		name: "conflict",

@@ -14,7 +14,8 @@ import (
 
 // computeStatus returns the status of t after a reconcile with plan p (nil
 // when gathering failed), write summary s and error err. It is pure. The
-// observed generation advances only when the reconcile succeeded.
+// observed generation advances when the reconcile evaluated the current
+// spec (the plan exists); failed writes are then reported as ReconcileError.
 func computeStatus(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err error) oriav1alpha1.ScopeTemplateStatus {
 	st := *t.Status.DeepCopy()
 	ready := func(c metav1.ConditionStatus, reason, msg string) {
@@ -22,15 +23,16 @@ func computeStatus(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err
 			Type: oriav1alpha1.TypeReady, Status: c, Reason: reason, Message: msg, ObservedGeneration: t.Generation,
 		})
 	}
-	if p != nil {
-		st.Instances = p.instances
-	}
-	if err != nil {
+	if p == nil {
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
 		return st
 	}
+	st.Instances = p.instances
 	st.ObservedGeneration = t.Generation
 	switch {
+	case err != nil:
+		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+		return st
 	case p.specErr != nil:
 		ready(metav1.ConditionFalse, p.specErr.Reason, p.specErr.Message)
 		return st
