@@ -1,0 +1,153 @@
+package engine_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/ownership"
+)
+
+// calls counts the requests the engine makes, by verb.
+type calls struct{ create, get, del atomic.Int32 }
+
+func fakeClient(t *testing.T, c *calls, objs ...client.Object) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, oriav1alpha1.AddToScheme(scheme))
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			c.create.Add(1)
+			return cl.Create(ctx, obj, opts...)
+		},
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			c.get.Add(1)
+			return cl.Get(ctx, key, obj, opts...)
+		},
+		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			c.del.Add(1)
+			return cl.Delete(ctx, obj, opts...)
+		},
+	}).Build()
+}
+
+func desiredRole(t *testing.T) *rbacv1.ClusterRole {
+	t.Helper()
+	roles := binding.ClusterRoles(template("tmpl", []oriav1alpha1.ClusterRoleTemplate{{Name: "r", Rules: podRules}}))
+	require.Len(t, roles, 1)
+	return roles[0]
+}
+
+// TestEnsureRemembersConflicts: a name held by someone else costs one failed
+// create and one read the first time, nothing while remembered, one read
+// per recheck, and oria's object is created once the name is free.
+func TestEnsureRemembersConflicts(t *testing.T) {
+	ctx := context.Background()
+	want := desiredRole(t)
+	foreign := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Labels: map[string]string{"team": "x"}}}
+	var c calls
+	cl := fakeClient(t, &c, foreign)
+	now := time.Unix(1000, 0)
+	memo := engine.NewMemo()
+	memo.Now = func() time.Time { return now }
+	w := &engine.Writer{Client: cl, Reader: cl, Memo: memo, Recheck: time.Minute}
+	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, "tmpl") }
+	kind := engine.ClusterRoleKind()
+	ensure := func() engine.Outcome {
+		out := engine.Ensure(ctx, w, kind, owns, []*rbacv1.ClusterRole{want}, nil)
+		require.Len(t, out, 1)
+		return out[0]
+	}
+
+	o := ensure()
+	assert.Equal(t, engine.Conflict, o.Action)
+	assert.Equal(t, "x", o.Existing.GetLabels()["team"], "the conflicting object is reported")
+	assert.Equal(t, [2]int32{1, 1}, [2]int32{c.create.Load(), c.get.Load()}, "first time: one create, one read")
+
+	o = ensure()
+	assert.Equal(t, engine.Conflict, o.Action)
+	assert.Equal(t, [2]int32{1, 1}, [2]int32{c.create.Load(), c.get.Load()}, "remembered: no request")
+
+	now = now.Add(time.Minute)
+	o = ensure()
+	assert.Equal(t, engine.Conflict, o.Action)
+	assert.Equal(t, [2]int32{1, 2}, [2]int32{c.create.Load(), c.get.Load()}, "recheck: a read, never a failed create")
+
+	require.NoError(t, cl.Delete(ctx, foreign))
+	now = now.Add(time.Minute)
+	o = ensure()
+	assert.Equal(t, engine.Created, o.Action, "the name is free again")
+	assert.Equal(t, [2]int32{2, 3}, [2]int32{c.create.Load(), c.get.Load()})
+	assert.Zero(t, memo.Len())
+}
+
+// TestEnsureCreatesWithoutReading: an absent object costs exactly one
+// create, and an up-to-date cached one nothing.
+func TestEnsureCreatesWithoutReading(t *testing.T) {
+	ctx := context.Background()
+	want := desiredRole(t)
+	var c calls
+	cl := fakeClient(t, &c)
+	w := &engine.Writer{Client: cl, Reader: cl, Memo: engine.NewMemo()}
+	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, "tmpl") }
+	out := engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil)
+	assert.Equal(t, engine.Created, out[0].Action)
+	assert.Equal(t, [2]int32{1, 0}, [2]int32{c.create.Load(), c.get.Load()})
+
+	cached := map[types.NamespacedName]*rbacv1.ClusterRole{engine.Key(want): want.DeepCopy()}
+	out = engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, cached)
+	assert.Equal(t, engine.Unchanged, out[0].Action)
+	assert.Equal(t, [2]int32{1, 0}, [2]int32{c.create.Load(), c.get.Load()}, "an unchanged world costs nothing")
+}
+
+// TestEnsureAdoptsItsOwnObject: oria's object whose labels someone removed
+// (so the cache does not show it) is found by its controller reference and
+// repaired, not reported as a conflict.
+func TestEnsureAdoptsItsOwnObject(t *testing.T) {
+	ctx := context.Background()
+	want := desiredRole(t)
+	stripped := want.DeepCopy()
+	stripped.Labels = nil
+	var c calls
+	cl := fakeClient(t, &c, stripped)
+	w := &engine.Writer{Client: cl, Reader: cl, Memo: engine.NewMemo()}
+	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, "tmpl") }
+	out := engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil)
+	require.NoError(t, out[0].Err)
+	assert.Equal(t, engine.Updated, out[0].Action)
+	got := &rbacv1.ClusterRole{}
+	require.NoError(t, cl.Get(ctx, engine.Key(want), got))
+	assert.Equal(t, want.Labels, got.Labels)
+}
+
+// TestDeleteIsPreconditioned: a deleted object counts as deleted, one that
+// is already gone too.
+func TestDelete(t *testing.T) {
+	ctx := context.Background()
+	want := desiredRole(t)
+	var c calls
+	cl := fakeClient(t, &c, want.DeepCopy())
+	live := &rbacv1.ClusterRole{}
+	require.NoError(t, cl.Get(ctx, engine.Key(want), live))
+	w := &engine.Writer{Client: cl, Reader: cl}
+	out := engine.Delete(ctx, w, "ClusterRole", []*rbacv1.ClusterRole{live, live})
+	assert.Equal(t, engine.Deleted, out[0].Action)
+	assert.Equal(t, engine.Deleted, out[1].Action, "already gone")
+	assert.Empty(t, engine.Summarize(out).Errors)
+}
