@@ -104,7 +104,7 @@ func ResolveTargets(spec oriav1alpha1.ScopeInstanceSpec, namespaces []Namespace)
 // cannot express.
 func ValidateClusterSubjects(subj []rbacv1.Subject) *SpecError {
 	problems := subjects.RequireNamespaces(subj, "subjects",
-		"so it can only be bound in namespaces (set spec.namespaces or spec.namespaceSelector on the instance, or a namespace on the subject)")
+		"has no namespace, so it can only be bound in namespaces (set spec.namespaces or spec.namespaceSelector on the instance, or a namespace on the subject)")
 	if len(problems) > 0 {
 		return &SpecError{Reason: oriav1alpha1.ReasonInvalidSubject, Message: strings.Join(problems, "; ")}
 	}

@@ -82,12 +82,13 @@ func Validate(subjects []rbacv1.Subject, path string) []string {
 // RequireNamespaces returns a message for every ServiceAccount subject
 // without a namespace, for places where none can be implied: a
 // ClusterRoleBinding (cluster-wide grant), or an RBACPolicy, whose subjects
-// are named once for every namespace it targets. why ends the message.
-func RequireNamespaces(subjects []rbacv1.Subject, path, why string) []string {
+// are named once for every namespace it targets. The message is
+// "<path>[i]: ServiceAccount "<name>" <says>".
+func RequireNamespaces(subjects []rbacv1.Subject, path, says string) []string {
 	var problems []string
 	for i, s := range subjects {
 		if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == "" {
-			problems = append(problems, fmt.Sprintf("%s[%d]: ServiceAccount %q has no namespace, %s", path, i, s.Name, why))
+			problems = append(problems, fmt.Sprintf("%s[%d]: ServiceAccount %q %s", path, i, s.Name, says))
 		}
 	}
 	return problems

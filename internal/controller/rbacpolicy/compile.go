@@ -51,7 +51,7 @@ func PolicyLabels(policy string) map[string]string { return ownership.PolicyLabe
 // (a policy names each subject once for all its namespaces).
 func ValidateSubjects(subj []rbacv1.Subject) []string {
 	return append(subjects.Validate(subj, "spec.subjects"),
-		subjects.RequireNamespaces(subj, "spec.subjects", "and an RBACPolicy needs one (it names the ServiceAccount once for every namespace it targets)")...)
+		subjects.RequireNamespaces(subj, "spec.subjects", "needs a namespace: an RBACPolicy names each ServiceAccount once for every namespace it targets")...)
 }
 
 // Compile turns a policy and the names of its extension's CRDs into the
