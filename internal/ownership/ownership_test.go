@@ -1,0 +1,54 @@
+package ownership
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+)
+
+func TestOwnership(t *testing.T) {
+	ceRef := func(name, uid string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "olm.operatorframework.io/v1", Kind: "ClusterExtension", Name: name, UID: types.UID(uid), Controller: ptr.To(true)}}
+	}
+	oriaLabels := func(ext string) map[string]string {
+		return map[string]string{oriav1alpha1.LabelManagedBy: "oria", oriav1alpha1.LabelExtension: ext}
+	}
+	bundleLabels := func(ext string) map[string]string {
+		return map[string]string{oriav1alpha1.LabelOLMOwnerKind: "ClusterExtension", oriav1alpha1.LabelOLMOwnerName: ext}
+	}
+	ext := struct {
+		Name string
+		UID  types.UID
+	}{Name: "argocd", UID: "uid-1"}
+	tests := []struct {
+		name                      string
+		meta                      metav1.ObjectMeta
+		oria, controlled, bundled bool
+	}{
+		{"oria's", metav1.ObjectMeta{Labels: oriaLabels("argocd"), OwnerReferences: ceRef("argocd", "uid-1")}, true, true, false},
+		{"oria's, earlier incarnation of the extension", metav1.ObjectMeta{Labels: oriaLabels("argocd"), OwnerReferences: ceRef("argocd", "uid-0")}, true, false, false},
+		{"oria's, owner reference removed, annotation kept", metav1.ObjectMeta{Labels: oriaLabels("argocd"), Annotations: map[string]string{oriav1alpha1.AnnotationCRD: "x"}}, true, false, false},
+		{"oria-labelled, no owner, no annotation", metav1.ObjectMeta{Labels: oriaLabels("argocd")}, false, false, false},
+		{"oria's for another extension", metav1.ObjectMeta{Labels: oriaLabels("other"), OwnerReferences: ceRef("other", "uid-2")}, false, false, false},
+		{"labelled for this extension, controlled by another", metav1.ObjectMeta{Labels: oriaLabels("argocd"), OwnerReferences: ceRef("other", "uid-2")}, false, false, false},
+		{"labels stripped, owner reference kept", metav1.ObjectMeta{OwnerReferences: ceRef("argocd", "uid-1")}, false, true, false},
+		{"bundle-provided for this extension", metav1.ObjectMeta{Labels: bundleLabels("argocd")}, false, false, true},
+		{"bundle-provided for another extension", metav1.ObjectMeta{Labels: bundleLabels("other")}, false, false, false},
+		{"unrelated", metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}, false, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := &rbacv1.ClusterRole{ObjectMeta: tc.meta}
+			got := [2]bool{ExtensionOwns(cr, ext.Name, ext.UID), IsBundleRole(cr, ext.Name)}
+			if diff := cmp.Diff([2]bool{tc.oria || tc.controlled, tc.bundled}, got); diff != "" {
+				t.Errorf("[ExtensionOwns IsBundleRole] (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
