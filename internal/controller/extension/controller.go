@@ -19,7 +19,6 @@ import (
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -36,6 +35,7 @@ import (
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/reconciler"
 )
 
 // ControllerName names the controller in logs and metrics; RecorderName is
@@ -49,11 +49,6 @@ const (
 // ClusterRole is reconciled again. Conflicting roles are not oria's and so
 // not in oria's cache: nothing tells oria when one goes away.
 const DefaultRecheckInterval = time.Minute
-
-// DefaultConflictRetryInterval is the former name of DefaultRecheckInterval.
-//
-// Deprecated: use DefaultRecheckInterval.
-const DefaultConflictRetryInterval = DefaultRecheckInterval
 
 // writeWorkers bounds the parallel writes of one reconcile.
 const writeWorkers = 16
@@ -155,33 +150,30 @@ func toExtension(_ context.Context, o client.Object) []reconcile.Request {
 // Reconcile brings the ClusterRoles of one ClusterExtension to the state
 // its mode asks for and reports the result in the RBACManaged condition.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	ce := &ocv1.ClusterExtension{}
-	if err := r.Client.Get(ctx, req.NamespacedName, ce); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Deleted: remove what oria generated for it now rather than
-			// waiting for the garbage collector.
-			return ctrl.Result{}, r.reconcileDelete(ctx, req.Name)
-		}
-		return ctrl.Result{}, fmt.Errorf("getting ClusterExtension %q: %w", req.Name, err)
-	}
-	if !ce.DeletionTimestamp.IsZero() {
+	steps := &reconciler.Steps[*ocv1.ClusterExtension, *plan, outcome]{
+		Client:  r.Client,
+		New:     func() *ocv1.ClusterExtension { return &ocv1.ClusterExtension{} },
+		Cleanup: r.reconcileDelete,
 		// Being uninstalled: access to its APIs goes with it.
-		return ctrl.Result{}, r.reconcileDelete(ctx, ce.Name)
+		Deleting: func(ctx context.Context, ce *ocv1.ClusterExtension) error { return r.reconcileDelete(ctx, ce.Name) },
+		Gather:   r.gather,
+		Write: func(ctx context.Context, ce *ocv1.ClusterExtension, p *plan) (outcome, error) {
+			out := r.write(ctx, p)
+			r.recordChanges(ce, out)
+			return out, out.err()
+		},
+		Status: func(ce *ocv1.ClusterExtension, p *plan, out outcome, err error) {
+			setCondition(ce, conditionFor(p, out, err))
+		},
+		Patch: r.patchCondition,
+		Requeue: func(out outcome) time.Duration {
+			if len(out.conflicts) > 0 {
+				return r.recheck()
+			}
+			return 0
+		},
 	}
-
-	p, err := r.gather(ctx, ce)
-	var out outcome
-	if err == nil {
-		out = r.write(ctx, p)
-		r.recordChanges(ce, out)
-		err = out.err()
-	}
-	cond := conditionFor(p, out, err)
-	var res ctrl.Result
-	if len(out.conflicts) > 0 {
-		res.RequeueAfter = r.recheck()
-	}
-	return res, errors.Join(err, r.setCondition(ctx, ce, cond))
+	return steps.Reconcile(ctx, req)
 }
 
 func (r *Reconciler) recheck() time.Duration {

@@ -70,8 +70,21 @@ func conditionFor(p *plan, out outcome, err error) metav1.Condition {
 	return metav1.Condition{Status: metav1.ConditionTrue, Reason: reason, Message: b.String()}
 }
 
-// setCondition writes oria's RBACManaged condition on ce when it differs
-// from the one ce has, and records an Event for notable transitions.
+// setCondition puts the RBACManaged condition cond on ce's status (in
+// memory), keeping its transition time when its status did not change.
+func setCondition(ce *ocv1.ClusterExtension, cond metav1.Condition) {
+	cond.Type = oriav1alpha1.TypeRBACManaged
+	cond.ObservedGeneration = ce.Generation
+	if old := meta.FindStatusCondition(ce.Status.Conditions, cond.Type); old != nil && old.Status == cond.Status {
+		cond.LastTransitionTime = old.LastTransitionTime
+	} else {
+		cond.LastTransitionTime = metav1.Now()
+	}
+	meta.SetStatusCondition(&ce.Status.Conditions, cond)
+}
+
+// patchCondition writes oria's RBACManaged condition of after when it
+// differs from before's, and records an Event for notable transitions.
 //
 // The ClusterExtension's status belongs to operator-controller, which writes
 // its own conditions with GET + Update. oria therefore never updates the
@@ -80,20 +93,13 @@ func conditionFor(p *plan, out outcome, err error) metav1.Condition {
 // so the apply merges oria's entry into the list and owns only that entry;
 // operator-controller's Updates carry oria's entry along unchanged (and the
 // API server keeps oria as its owner), so neither erases the other.
-func (r *Reconciler) setCondition(ctx context.Context, ce *ocv1.ClusterExtension, cond metav1.Condition) error {
-	cond.Type = oriav1alpha1.TypeRBACManaged
-	cond.ObservedGeneration = ce.Generation
-	old := meta.FindStatusCondition(ce.Status.Conditions, cond.Type)
+func (r *Reconciler) patchCondition(ctx context.Context, before, ce *ocv1.ClusterExtension) error {
+	old := meta.FindStatusCondition(before.Status.Conditions, oriav1alpha1.TypeRBACManaged)
+	cond := *meta.FindStatusCondition(ce.Status.Conditions, oriav1alpha1.TypeRBACManaged)
 	if old != nil && old.Status == cond.Status && old.Reason == cond.Reason &&
 		old.Message == cond.Message && old.ObservedGeneration == cond.ObservedGeneration {
 		return nil
 	}
-	if old != nil && old.Status == cond.Status {
-		cond.LastTransitionTime = old.LastTransitionTime
-	} else {
-		cond.LastTransitionTime = metav1.Now()
-	}
-
 	c, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cond)
 	if err != nil {
 		return fmt.Errorf("converting condition: %w", err)

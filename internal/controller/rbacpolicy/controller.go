@@ -37,6 +37,7 @@ import (
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/reconciler"
 	"github.com/operator-framework/oria/internal/status"
 )
 
@@ -134,38 +135,30 @@ func (r *Reconciler) policiesOf(ctx context.Context, extension string) []reconci
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile compiles one policy and reports its state.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ ctrl.Result, retErr error) {
-	policy := &oriav1alpha1.RBACPolicy{}
-	if err := r.Client.Get(ctx, req.NamespacedName, policy); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.reconcileDelete(ctx, req.Name)
-		}
-		return ctrl.Result{}, err
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	steps := &reconciler.Steps[*oriav1alpha1.RBACPolicy, *plan, result]{
+		Client:  r.Client,
+		New:     func() *oriav1alpha1.RBACPolicy { return &oriav1alpha1.RBACPolicy{} },
+		Cleanup: r.reconcileDelete,
+		// Being deleted: the garbage collector removes the owned template
+		// and instance (and through them the bindings); Cleanup finishes
+		// the job when the policy is gone.
+		Gather: r.gather,
+		Write:  r.act,
+		Status: func(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err error) {
+			policy.Status = computeStatus(policy, p, out, err)
+		},
+		Patch: func(ctx context.Context, before, policy *oriav1alpha1.RBACPolicy) error {
+			return status.Patch(ctx, r.Client, before, policy, func(p *oriav1alpha1.RBACPolicy) any { return p.Status })
+		},
+		Requeue: func(out result) time.Duration {
+			if out.conflict != "" {
+				return cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
+			}
+			return 0
+		},
 	}
-	if !policy.DeletionTimestamp.IsZero() {
-		// The garbage collector removes the owned template and instance
-		// (and through them the bindings); the NotFound pass above
-		// finishes the job when the policy is gone.
-		return ctrl.Result{}, nil
-	}
-	before := policy.DeepCopy()
-	defer func() {
-		retErr = errors.Join(retErr, status.Patch(ctx, r.Client, before, policy, func(p *oriav1alpha1.RBACPolicy) any { return p.Status }))
-	}()
-
-	p, err := r.gather(ctx, policy)
-	var out result
-	if err == nil {
-		out, err = r.act(ctx, policy, p)
-	}
-	policy.Status = computeStatus(policy, p, out, err)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if out.conflict != "" {
-		return ctrl.Result{RequeueAfter: cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)}, nil
-	}
-	return ctrl.Result{}, nil
+	return steps.Reconcile(ctx, req)
 }
 
 // reconcileDelete removes the objects compiled from a deleted policy. The

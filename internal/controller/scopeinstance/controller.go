@@ -48,7 +48,6 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -63,6 +62,7 @@ import (
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/reconciler"
 	"github.com/operator-framework/oria/internal/status"
 )
 
@@ -178,38 +178,35 @@ func (r *Reconciler) instancesOf(ctx context.Context, template string) []reconci
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one instance's bindings and status up to date.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ ctrl.Result, retErr error) {
-	si := &oriav1alpha1.ScopeInstance{}
-	if err := r.Client.Get(ctx, req.NamespacedName, si); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.reconcileDelete(ctx, req.Name)
-		}
-		return ctrl.Result{}, err
-	}
-	if !si.DeletionTimestamp.IsZero() {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	steps := &reconciler.Steps[*oriav1alpha1.ScopeInstance, *plan, result]{
+		Client:  r.Client,
+		New:     func() *oriav1alpha1.ScopeInstance { return &oriav1alpha1.ScopeInstance{} },
+		Cleanup: r.reconcileDelete,
 		// Being deleted (foreground): the garbage collector removes the
-		// bindings; the NotFound pass cleans up after it.
-		return ctrl.Result{}, nil
+		// bindings; Cleanup finishes after it.
+		Gather: r.gather,
+		Write: func(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
+			if p.specErr != nil {
+				return result{}, nil
+			}
+			res := r.write(ctx, si, p)
+			return res, summarizeErrors(res.summary.Errors)
+		},
+		Status: func(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) {
+			si.Status = computeStatus(si, p, res, err)
+		},
+		Patch: func(ctx context.Context, before, si *oriav1alpha1.ScopeInstance) error {
+			return status.Patch(ctx, r.Client, before, si, func(si *oriav1alpha1.ScopeInstance) any { return si.Status })
+		},
+		Requeue: func(res result) time.Duration {
+			if len(res.conflicts) > 0 {
+				return r.recheck()
+			}
+			return 0
+		},
 	}
-	before := si.DeepCopy()
-	defer func() {
-		retErr = errors.Join(retErr, status.Patch(ctx, r.Client, before, si, func(si *oriav1alpha1.ScopeInstance) any { return si.Status }))
-	}()
-
-	p, err := r.gather(ctx, si)
-	var res result
-	if err == nil && p.specErr == nil {
-		res = r.write(ctx, si, p)
-		err = summarizeErrors(res.summary.Errors)
-	}
-	si.Status = computeStatus(si, p, res, err)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if len(res.conflicts) > 0 {
-		return ctrl.Result{RequeueAfter: r.recheck()}, nil
-	}
-	return ctrl.Result{}, nil
+	return steps.Reconcile(ctx, req)
 }
 
 func (r *Reconciler) recheck() time.Duration {

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -37,6 +36,7 @@ import (
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/reconciler"
 	"github.com/operator-framework/oria/internal/status"
 )
 
@@ -154,38 +154,35 @@ func enqueueTemplate(q workqueue.TypedRateLimitingInterface[reconcile.Request], 
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one template's inline ClusterRoles and status up to date.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (_ ctrl.Result, retErr error) {
-	t := &oriav1alpha1.ScopeTemplate{}
-	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.reconcileDelete(ctx, req.Name)
-		}
-		return ctrl.Result{}, err
-	}
-	if !t.DeletionTimestamp.IsZero() {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	steps := &reconciler.Steps[*oriav1alpha1.ScopeTemplate, *plan, engine.Summary]{
+		Client:  r.Client,
+		New:     func() *oriav1alpha1.ScopeTemplate { return &oriav1alpha1.ScopeTemplate{} },
+		Cleanup: r.reconcileDelete,
 		// Being deleted (foreground): the garbage collector removes the
-		// roles it owns; the NotFound pass cleans up after it.
-		return ctrl.Result{}, nil
+		// roles it owns; Cleanup finishes after it.
+		Gather: r.gather,
+		Write: func(ctx context.Context, t *oriav1alpha1.ScopeTemplate, p *plan) (engine.Summary, error) {
+			if p.specErr != nil {
+				return engine.Summary{}, nil
+			}
+			s := r.write(ctx, t, p)
+			return s, errors.Join(s.Errors...)
+		},
+		Status: func(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err error) {
+			t.Status = computeStatus(t, p, s, err)
+		},
+		Patch: func(ctx context.Context, before, t *oriav1alpha1.ScopeTemplate) error {
+			return status.Patch(ctx, r.Client, before, t, func(t *oriav1alpha1.ScopeTemplate) any { return t.Status })
+		},
+		Requeue: func(s engine.Summary) time.Duration {
+			if len(s.Conflicts) > 0 {
+				return r.recheck()
+			}
+			return 0
+		},
 	}
-	before := t.DeepCopy()
-	defer func() {
-		retErr = errors.Join(retErr, status.Patch(ctx, r.Client, before, t, func(t *oriav1alpha1.ScopeTemplate) any { return t.Status }))
-	}()
-
-	p, err := r.gather(ctx, t)
-	var s engine.Summary
-	if err == nil && p.specErr == nil {
-		s = r.write(ctx, t, p)
-		err = errors.Join(s.Errors...)
-	}
-	t.Status = computeStatus(t, p, s, err)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if len(s.Conflicts) > 0 {
-		return ctrl.Result{RequeueAfter: r.recheck()}, nil
-	}
-	return ctrl.Result{}, nil
+	return steps.Reconcile(ctx, req)
 }
 
 func (r *Reconciler) recheck() time.Duration {

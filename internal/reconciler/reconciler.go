@@ -1,0 +1,78 @@
+// Package reconciler is the one skeleton every oria controller reconciles
+// with (after cluster-api's machine controller): get the object; when it is
+// gone, clean up what oria created for it; gather what the reconcile needs
+// into a plan; write through the engine; compute the status from the plan
+// and the outcome with a pure function; write the status once, deferred,
+// only when it changed; and requeue explicitly, never by reading back the
+// status just computed.
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Steps are the parts of one controller's reconcile. T is the reconciled
+// kind, P the plan, R what the writes did.
+type Steps[T client.Object, P, R any] struct {
+	// Client reads the object from the cache.
+	Client client.Client
+	// New returns an empty object to read into.
+	New func() T
+	// Cleanup removes what oria created for the object named name, which is
+	// gone.
+	Cleanup func(ctx context.Context, name string) error
+	// Deleting handles an object that is being deleted; nil leaves it to
+	// the garbage collector (and Cleanup once it is gone).
+	Deleting func(ctx context.Context, obj T) error
+	// Gather reads what the reconcile needs and decides (the plan). An
+	// error skips the writes.
+	Gather func(ctx context.Context, obj T) (P, error)
+	// Write carries out the plan.
+	Write func(ctx context.Context, obj T, plan P) (R, error)
+	// Status sets obj's status from the plan, the result and the error of
+	// the reconcile (zero plan and result when gathering failed).
+	Status func(obj T, plan P, res R, err error)
+	// Patch writes the status, given the object as read and as computed;
+	// it must write nothing when the status did not change.
+	Patch func(ctx context.Context, before, after T) error
+	// Requeue returns when to look again although nothing changes (a
+	// conflict with an object oria does not watch); 0 for never.
+	Requeue func(res R) time.Duration
+}
+
+// Reconcile runs the steps for the object named in req.
+func (s *Steps[T, P, R]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	obj := s.New()
+	if err := s.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, s.Cleanup(ctx, req.Name)
+		}
+		return ctrl.Result{}, fmt.Errorf("getting %s: %w", req.Name, err)
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		if s.Deleting == nil {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, s.Deleting(ctx, obj)
+	}
+	before := obj.DeepCopyObject().(T)
+	defer func() { retErr = errors.Join(retErr, s.Patch(ctx, before, obj)) }()
+
+	var res R
+	plan, err := s.Gather(ctx, obj)
+	if err == nil {
+		res, err = s.Write(ctx, obj, plan)
+	}
+	s.Status(obj, plan, res, err)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: s.Requeue(res)}, nil
+}
