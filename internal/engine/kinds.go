@@ -72,42 +72,44 @@ func ClusterRoleKind(exclusive ...string) Kind[*rbacv1.ClusterRole] {
 }
 
 // RoleBindingKind is how the engine writes oria's RoleBindings.
-var RoleBindingKind = Kind[*rbacv1.RoleBinding]{
-	Name: "RoleBinding",
-	New:  func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} },
-	UpToDate: func(cur, want *rbacv1.RoleBinding) bool {
-		return metaUpToDate(cur, want) && cur.RoleRef == want.RoleRef && equality.Semantic.DeepEqual(cur.Subjects, want.Subjects)
-	},
-	Replace: func(cur, want *rbacv1.RoleBinding) bool { return cur.RoleRef != want.RoleRef },
-	Merge: func(cur, want *rbacv1.RoleBinding) (*rbacv1.RoleBinding, bool) {
-		if controlled(cur, want) {
-			return nil, false
-		}
-		out := cur.DeepCopy()
-		mergeMeta(out, want, nil)
-		out.Subjects = want.Subjects
-		return out, true
-	},
-}
+var RoleBindingKind = bindingKind("RoleBinding", func() *rbacv1.RoleBinding { return &rbacv1.RoleBinding{} },
+	func(b *rbacv1.RoleBinding) (*rbacv1.RoleRef, *[]rbacv1.Subject) { return &b.RoleRef, &b.Subjects })
 
 // ClusterRoleBindingKind is how the engine writes oria's
 // ClusterRoleBindings.
-var ClusterRoleBindingKind = Kind[*rbacv1.ClusterRoleBinding]{
-	Name: "ClusterRoleBinding",
-	New:  func() *rbacv1.ClusterRoleBinding { return &rbacv1.ClusterRoleBinding{} },
-	UpToDate: func(cur, want *rbacv1.ClusterRoleBinding) bool {
-		return metaUpToDate(cur, want) && cur.RoleRef == want.RoleRef && equality.Semantic.DeepEqual(cur.Subjects, want.Subjects)
-	},
-	Replace: func(cur, want *rbacv1.ClusterRoleBinding) bool { return cur.RoleRef != want.RoleRef },
-	Merge: func(cur, want *rbacv1.ClusterRoleBinding) (*rbacv1.ClusterRoleBinding, bool) {
-		if controlled(cur, want) {
-			return nil, false
-		}
-		out := cur.DeepCopy()
-		mergeMeta(out, want, nil)
-		out.Subjects = want.Subjects
-		return out, true
-	},
+var ClusterRoleBindingKind = bindingKind("ClusterRoleBinding", func() *rbacv1.ClusterRoleBinding { return &rbacv1.ClusterRoleBinding{} },
+	func(b *rbacv1.ClusterRoleBinding) (*rbacv1.RoleRef, *[]rbacv1.Subject) { return &b.RoleRef, &b.Subjects })
+
+// bindingKind describes a binding kind whose roleRef and subjects parts
+// returns: the roleRef is immutable (a different one means delete and
+// create), the subjects are compared as the API server stores them.
+func bindingKind[T client.Object](name string, newT func() T, parts func(T) (*rbacv1.RoleRef, *[]rbacv1.Subject)) Kind[T] {
+	return Kind[T]{
+		Name: name,
+		New:  newT,
+		UpToDate: func(cur, want T) bool {
+			curRef, curSubj := parts(cur)
+			wantRef, wantSubj := parts(want)
+			return metaUpToDate(cur, want) && *curRef == *wantRef && equality.Semantic.DeepEqual(*curSubj, *wantSubj)
+		},
+		Replace: func(cur, want T) bool {
+			curRef, _ := parts(cur)
+			wantRef, _ := parts(want)
+			return *curRef != *wantRef
+		},
+		Merge: func(cur, want T) (T, bool) {
+			if controlled(cur, want) {
+				var zero T
+				return zero, false
+			}
+			out := cur.DeepCopyObject().(T)
+			mergeMeta(out, want, nil)
+			_, outSubj := parts(out)
+			_, wantSubj := parts(want)
+			*outSubj = *wantSubj
+			return out, true
+		},
+	}
 }
 
 // metaUpToDate reports whether cur has want's labels, annotations and

@@ -14,8 +14,12 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/operator-framework/oria/internal/status"
 )
 
 // Steps are the parts of one controller's reconcile. T is the reconciled
@@ -75,4 +79,39 @@ func (s *Steps[T, P, R]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: s.Requeue(res)}, nil
+}
+
+// StatusPatch returns a Steps.Patch for one of oria's own kinds: a merge
+// patch of the status (of returns it) when it changed (see status.Patch).
+func StatusPatch[T client.Object](c client.Client, of func(T) any) func(context.Context, T, T) error {
+	return func(ctx context.Context, before, after T) error { return status.Patch(ctx, c, before, after, of) }
+}
+
+// RecheckIf returns after when cond holds, else 0 (no requeue).
+func RecheckIf(cond bool, after time.Duration) time.Duration {
+	if cond {
+		return after
+	}
+	return 0
+}
+
+// Requests lists objects into list with opts and returns a request for
+// each, for a watch that maps one object to the oria objects that use it. A
+// failed list is logged and maps to nothing: the cache does not fail.
+func Requests(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) []reconcile.Request {
+	if err := c.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing objects to requeue", "list", fmt.Sprintf("%T", list))
+		return nil
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(items))
+	for _, o := range items {
+		if obj, ok := o.(client.Object); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		}
+	}
+	return reqs
 }

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -37,4 +39,12 @@ func Enumerate(items []string, max int) string {
 		return strings.Join(items, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:max], ", "), len(items)-max)
+}
+
+// SetReady sets the Ready condition of an object of generation gen in
+// conds.
+func SetReady(conds *[]metav1.Condition, gen int64, s metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: oriav1alpha1.TypeReady, Status: s, Reason: reason, Message: message, ObservedGeneration: gen,
+	})
 }

@@ -165,13 +165,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Status: func(ce *ocv1.ClusterExtension, p *plan, out outcome, err error) {
 			setCondition(ce, conditionFor(p, out, err))
 		},
-		Patch: r.patchCondition,
-		Requeue: func(out outcome) time.Duration {
-			if len(out.conflicts) > 0 {
-				return r.recheck()
-			}
-			return 0
-		},
+		Patch:   r.patchCondition,
+		Requeue: func(out outcome) time.Duration { return reconciler.RecheckIf(len(out.conflicts) > 0, r.recheck()) },
 	}
 	return steps.Reconcile(ctx, req)
 }

@@ -38,7 +38,6 @@ import (
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/reconciler"
-	"github.com/operator-framework/oria/internal/status"
 )
 
 // ControllerName names the controller in logs and metrics; RecorderName is
@@ -115,16 +114,7 @@ func (r *Reconciler) policiesOf(ctx context.Context, extension string) []reconci
 	if extension == "" {
 		return nil
 	}
-	var list oriav1alpha1.RBACPolicyList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{extensionNameIndex: extension}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing RBACPolicies", "extension", extension)
-		return nil
-	}
-	reqs := make([]reconcile.Request, len(list.Items))
-	for i, p := range list.Items {
-		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}}
-	}
-	return reqs
+	return reconciler.Requests(ctx, r.Client, &oriav1alpha1.RBACPolicyList{}, client.MatchingFields{extensionNameIndex: extension})
 }
 
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=rbacpolicies,verbs=get;list;watch
@@ -148,14 +138,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Status: func(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err error) {
 			policy.Status = computeStatus(policy, p, out, err)
 		},
-		Patch: func(ctx context.Context, before, policy *oriav1alpha1.RBACPolicy) error {
-			return status.Patch(ctx, r.Client, before, policy, func(p *oriav1alpha1.RBACPolicy) any { return p.Status })
-		},
+		Patch: reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.RBACPolicy) any { return o.Status }),
 		Requeue: func(out result) time.Duration {
-			if out.conflict != "" {
-				return cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
-			}
-			return 0
+			return reconciler.RecheckIf(out.conflict != "", cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval))
 		},
 	}
 	return steps.Reconcile(ctx, req)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/status"
 )
 
 // computeStatus returns the status of policy after a reconcile with plan p
@@ -18,9 +19,7 @@ import (
 func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err error) oriav1alpha1.RBACPolicyStatus {
 	st := *policy.Status.DeepCopy()
 	ready := func(c metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: oriav1alpha1.TypeReady, Status: c, Reason: reason, Message: msg, ObservedGeneration: policy.Generation,
-		})
+		status.SetReady(&st.Conditions, policy.Generation, c, reason, msg)
 	}
 	if p == nil {
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())

@@ -48,7 +48,6 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -63,7 +62,6 @@ import (
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/reconciler"
-	"github.com/operator-framework/oria/internal/status"
 )
 
 // Event reasons.
@@ -156,16 +154,8 @@ func (r *Reconciler) instancesOf(ctx context.Context, template string) []reconci
 	if template == "" {
 		return nil
 	}
-	var list oriav1alpha1.ScopeInstanceList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{manager.IndexScopeTemplateName: template}, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing ScopeInstances", "template", template)
-		return nil
-	}
-	reqs := make([]reconcile.Request, len(list.Items))
-	for i, si := range list.Items {
-		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: si.Name}}
-	}
-	return reqs
+	return reconciler.Requests(ctx, r.Client, &oriav1alpha1.ScopeInstanceList{},
+		client.MatchingFields{manager.IndexScopeTemplateName: template}, client.UnsafeDisableDeepCopy)
 }
 
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopeinstances,verbs=get;list;watch
@@ -196,15 +186,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Status: func(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) {
 			si.Status = computeStatus(si, p, res, err)
 		},
-		Patch: func(ctx context.Context, before, si *oriav1alpha1.ScopeInstance) error {
-			return status.Patch(ctx, r.Client, before, si, func(si *oriav1alpha1.ScopeInstance) any { return si.Status })
-		},
-		Requeue: func(res result) time.Duration {
-			if len(res.conflicts) > 0 {
-				return r.recheck()
-			}
-			return 0
-		},
+		Patch:   reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeInstance) any { return o.Status }),
+		Requeue: func(res result) time.Duration { return reconciler.RecheckIf(len(res.conflicts) > 0, r.recheck()) },
 	}
 	return steps.Reconcile(ctx, req)
 }

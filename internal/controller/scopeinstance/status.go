@@ -25,9 +25,7 @@ import (
 func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) oriav1alpha1.ScopeInstanceStatus {
 	st := *si.Status.DeepCopy()
 	ready := func(c metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: oriav1alpha1.TypeReady, Status: c, Reason: reason, Message: msg, ObservedGeneration: si.Generation,
-		})
+		status.SetReady(&st.Conditions, si.Generation, c, reason, msg)
 	}
 	if p == nil {
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())

@@ -37,7 +37,6 @@ import (
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/reconciler"
-	"github.com/operator-framework/oria/internal/status"
 )
 
 // Event reasons.
@@ -172,15 +171,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Status: func(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err error) {
 			t.Status = computeStatus(t, p, s, err)
 		},
-		Patch: func(ctx context.Context, before, t *oriav1alpha1.ScopeTemplate) error {
-			return status.Patch(ctx, r.Client, before, t, func(t *oriav1alpha1.ScopeTemplate) any { return t.Status })
-		},
-		Requeue: func(s engine.Summary) time.Duration {
-			if len(s.Conflicts) > 0 {
-				return r.recheck()
-			}
-			return 0
-		},
+		Patch:   reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeTemplate) any { return o.Status }),
+		Requeue: func(s engine.Summary) time.Duration { return reconciler.RecheckIf(len(s.Conflicts) > 0, r.recheck()) },
 	}
 	return steps.Reconcile(ctx, req)
 }

@@ -19,9 +19,7 @@ import (
 func computeStatus(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err error) oriav1alpha1.ScopeTemplateStatus {
 	st := *t.Status.DeepCopy()
 	ready := func(c metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: oriav1alpha1.TypeReady, Status: c, Reason: reason, Message: msg, ObservedGeneration: t.Generation,
-		})
+		status.SetReady(&st.Conditions, t.Generation, c, reason, msg)
 	}
 	if p == nil {
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
