@@ -78,7 +78,9 @@ var RoleBindingKind = bindingKind("RoleBinding", func() *rbacv1.RoleBinding { re
 // ClusterRoleBindingKind is how the engine writes oria's
 // ClusterRoleBindings.
 var ClusterRoleBindingKind = bindingKind("ClusterRoleBinding", func() *rbacv1.ClusterRoleBinding { return &rbacv1.ClusterRoleBinding{} },
-	func(b *rbacv1.ClusterRoleBinding) (*rbacv1.RoleRef, *[]rbacv1.Subject) { return &b.RoleRef, &b.Subjects })
+	func(b *rbacv1.ClusterRoleBinding) (*rbacv1.RoleRef, *[]rbacv1.Subject) {
+		return &b.RoleRef, &b.Subjects
+	})
 
 // bindingKind describes a binding kind whose roleRef and subjects parts
 // returns: the roleRef is immutable (a different one means delete and
