@@ -75,10 +75,12 @@ func decodeNamespaceSelector(data json.RawMessage) (*metav1.LabelSelector, error
 	for _, k := range bare {
 		var value string
 		if err := json.Unmarshal(fields[k], &value); err != nil {
-			// Not a string: keep the raw JSON as the value. It is never a
-			// valid label value, so parsing the selector fails and names
-			// the key.
-			value = string(fields[k])
+			// Not a string (`team: 5`, `on: true`): say so in a value that
+			// is never a valid label value (it has spaces), so parsing the
+			// selector fails and the message names the key and the value.
+			// The raw JSON alone would be valid for a number and silently
+			// match the label "5".
+			value = "non-string value " + string(fields[k])
 		}
 		sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
 			Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{value},

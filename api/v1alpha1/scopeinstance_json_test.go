@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,7 +53,13 @@ func TestScopeInstanceSpecUnmarshalJSON(t *testing.T) {
 		name: "misspelt matchLabel is kept as an unparseable requirement",
 		json: `{"scopeTemplateName":"t","namespaceSelector":{"matchLabel":{"a":"b"}}}`,
 		want: ScopeInstanceSpec{ScopeTemplateName: "t", NamespaceSelector: &metav1.LabelSelector{
-			MatchExpressions: []metav1.LabelSelectorRequirement{in("matchLabel", `{"a":"b"}`)},
+			MatchExpressions: []metav1.LabelSelectorRequirement{in("matchLabel", `non-string value {"a":"b"}`)},
+		}},
+	}, {
+		name: "a number is not a label value: never matches team=5, fails to parse",
+		json: `{"scopeTemplateName":"t","namespaceSelector":{"team":5}}`,
+		want: ScopeInstanceSpec{ScopeTemplateName: "t", NamespaceSelector: &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{in("team", "non-string value 5")},
 		}},
 	}}
 	for _, tt := range tests {
@@ -72,6 +79,11 @@ func TestScopeInstanceSpecUnmarshalJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			require.Equal(t, got, again, "round trip")
+			// Every value that is not a string makes the selector invalid.
+			if strings.Contains(tt.json, "non-string") || strings.Contains(tt.name, "not a label value") || strings.Contains(tt.name, "misspelt") {
+				_, err := metav1.LabelSelectorAsSelector(got.NamespaceSelector)
+				require.Error(t, err, "a non-string bare label must not parse")
+			}
 		})
 	}
 }
