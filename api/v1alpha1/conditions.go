@@ -67,6 +67,16 @@ const (
 	// ReasonAPINotFound (RBACPolicy): the extension provides none of the APIs
 	// the policy names (or no API at all).
 	ReasonAPINotFound = "APINotFound"
+	// ReasonClusterRoleNotFound (Ready=False on a ScopeTemplate, and on the
+	// ScopeInstances and RBACPolicies that bind it): a ClusterRole the
+	// template references by name does not exist. Its bindings are created
+	// all the same (as Kubernetes allows) and grant nothing until it does.
+	ReasonClusterRoleNotFound = "ClusterRoleNotFound"
+	// ReasonClusterScopedAPI (Ready=False on an RBACPolicy): the policy
+	// grants in namespaces (spec.namespaces or spec.namespaceSelector) but
+	// covers a cluster-scoped API, which a RoleBinding cannot reach; the
+	// message names it and says how to grant it (a cluster-wide policy).
+	ReasonClusterScopedAPI = "ClusterScopedAPI"
 	// ReasonReconcileError (status Unknown): an unexpected error, such as the
 	// API server refusing a write; oria retries with backoff.
 	ReasonReconcileError = "ReconcileError"

@@ -14,14 +14,20 @@ import (
 
 // SetupAll registers every oria controller with mgr.
 func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
+	// One view of the API server's discovery for the controllers that tell
+	// cluster-scoped APIs from namespaced ones.
+	scopes, err := manager.NewAPIScopesForConfig(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
 	for _, setup := range []func() error{
 		func() error {
 			return extension.SetupWithManager(mgr, extension.Options{
-				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes})
 		},
 		func() error {
 			return rbacpolicy.SetupWithManager(mgr, rbacpolicy.Options{
-				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes})
 		},
 		func() error {
 			return scopetemplate.SetupWithManager(mgr, scopetemplate.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})

@@ -17,6 +17,10 @@ const (
 	// IndexScopeTemplateName indexes ScopeInstances by
 	// spec.scopeTemplateName: the instances of a template.
 	IndexScopeTemplateName = "spec.scopeTemplateName"
+	// IndexScopeTemplateRole indexes ScopeTemplates by the names of the
+	// ClusterRoles they reference: the templates to look at again when one
+	// of those roles appears or goes.
+	IndexScopeTemplateRole = "spec.clusterRoles.name"
 	// IndexNamespaces indexes ScopeInstances by each of spec.namespaces: the
 	// instances that list a namespace.
 	IndexNamespaces = "spec.namespaces"
@@ -49,6 +53,15 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	}{
 		{&oriav1alpha1.ScopeInstance{}, IndexScopeTemplateName, func(o client.Object) []string {
 			return []string{o.(*oriav1alpha1.ScopeInstance).Spec.ScopeTemplateName}
+		}},
+		{&oriav1alpha1.ScopeTemplate{}, IndexScopeTemplateRole, func(o client.Object) []string {
+			var out []string
+			for _, r := range o.(*oriav1alpha1.ScopeTemplate).Spec.ClusterRoles {
+				if r.Name != "" && len(r.Rules) == 0 {
+					out = append(out, r.Name)
+				}
+			}
+			return out
 		}},
 		{&oriav1alpha1.ScopeInstance{}, IndexNamespaces, func(o client.Object) []string {
 			return o.(*oriav1alpha1.ScopeInstance).Spec.Namespaces

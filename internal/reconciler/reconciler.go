@@ -47,8 +47,9 @@ type Steps[T client.Object, P, R any] struct {
 	// it must write nothing when the status did not change.
 	Patch func(ctx context.Context, before, after T) error
 	// Requeue returns when to look again although nothing changes (a
-	// conflict with an object oria does not watch); 0 for never.
-	Requeue func(res R) time.Duration
+	// conflict with an object oria does not watch); 0 for never. It is
+	// called only after a reconcile without error.
+	Requeue func(plan P, res R) time.Duration
 }
 
 // Reconcile runs the steps for the object named in req.
@@ -78,7 +79,7 @@ func (s *Steps[T, P, R]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: s.Requeue(res)}, nil
+	return ctrl.Result{RequeueAfter: s.Requeue(plan, res)}, nil
 }
 
 // StatusPatch returns a Steps.Patch for one of oria's own kinds: a merge

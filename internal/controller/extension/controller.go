@@ -50,6 +50,10 @@ const (
 // not in oria's cache: nothing tells oria when one goes away.
 const DefaultRecheckInterval = time.Minute
 
+// scopesRecheck is how soon an extension looks again when discovery does
+// not know one of its APIs yet (a CRD that was just created).
+const scopesRecheck = 2 * time.Second
+
 // writeWorkers bounds the parallel writes of one reconcile.
 const writeWorkers = 16
 
@@ -67,6 +71,8 @@ type Options struct {
 	// ConflictRetryInterval: see DefaultRecheckInterval; zero means the
 	// default.
 	ConflictRetryInterval time.Duration
+	// APIScopes: see Reconciler.APIScopes; nil makes one for the manager.
+	APIScopes *manager.APIScopes
 }
 
 // Reconciler reconciles the ClusterRoles of one ClusterExtension and its
@@ -89,6 +95,9 @@ type Reconciler struct {
 	// ConflictRetryInterval: see DefaultRecheckInterval; zero means the
 	// default.
 	ConflictRetryInterval time.Duration
+	// APIScopes tells cluster-scoped APIs from namespaced ones; nil leaves
+	// them unnamed in the condition.
+	APIScopes *manager.APIScopes
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -112,6 +121,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Recorder:              mgr.GetEventRecorder(RecorderName),
 		DefaultMode:           opts.DefaultMode,
 		ConflictRetryInterval: opts.ConflictRetryInterval,
+		APIScopes:             opts.APIScopes,
+	}
+	if r.APIScopes == nil {
+		if r.APIScopes, err = manager.NewAPIScopesForConfig(mgr.GetConfig()); err != nil {
+			return err
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -165,8 +180,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Status: func(ce *ocv1.ClusterExtension, p *plan, out outcome, err error) {
 			setCondition(ce, conditionFor(p, out, err))
 		},
-		Patch:   r.patchCondition,
-		Requeue: func(out outcome) time.Duration { return reconciler.RecheckIf(len(out.conflicts) > 0, r.recheck()) },
+		Patch: r.patchCondition,
+		Requeue: func(p *plan, out outcome) time.Duration {
+			if p.scopesPending {
+				return min(scopesRecheck, r.recheck())
+			}
+			return reconciler.RecheckIf(len(out.conflicts) > 0, r.recheck())
+		},
 	}
 	return steps.Reconcile(ctx, req)
 }

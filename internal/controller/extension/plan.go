@@ -31,8 +31,13 @@ type plan struct {
 	// valid is false when the annotation holds an unknown mode: nothing is
 	// changed then.
 	valid bool
-	// crds are the extension's CRD names, sorted.
-	crds []string
+	// crds are the extension's CRD names, sorted; clusterScoped those of
+	// them whose API is cluster-scoped (known in Legacy mode only, where it
+	// changes what the aggregated roles reach).
+	crds          []string
+	clusterScoped []string
+	// scopesPending is set when discovery does not know every CRD yet.
+	scopesPending bool
 	// bundle are the bundle-provided roles holding generated names.
 	bundle map[string]BundleRole
 	// desired are the roles oria generates; cached the cached ClusterRoles
@@ -58,6 +63,13 @@ func (r *Reconciler) gather(ctx context.Context, ce *ocv1.ClusterExtension) (*pl
 	var err error
 	if p.crds, err = manager.ExtensionCRDs(ctx, r.Client, ce.Name); err != nil {
 		return nil, err
+	}
+	if mode == oriav1alpha1.RBACModeLegacy && r.APIScopes != nil && len(p.crds) > 0 {
+		var unknown []string
+		if p.clusterScoped, unknown, err = r.APIScopes.ClusterScoped(p.crds); err != nil {
+			return nil, err
+		}
+		p.scopesPending = len(unknown) > 0
 	}
 	bundle, err := r.bundleRoles(ctx, ce.Name)
 	if err != nil {

@@ -54,6 +54,10 @@ func conditionFor(p *plan, out outcome, err error) metav1.Condition {
 		b.WriteString("The extension provides no APIs yet (no CustomResourceDefinitions labelled for it); nothing to generate")
 	case p.mode == oriav1alpha1.RBACModeLegacy:
 		fmt.Fprintf(&b, "ClusterRoles for %d API(s) are in place and aggregated to the built-in admin, edit and view ClusterRoles", len(p.crds))
+		if len(p.clusterScoped) > 0 {
+			fmt.Fprintf(&b, ". Cluster-scoped: %s; these reach users only through ClusterRoleBindings to view, edit or admin (a RoleBinding to those roles grants nothing on a cluster-scoped API)",
+				strings.Join(p.clusterScoped, ", "))
+		}
 	default:
 		fmt.Fprintf(&b, "ClusterRoles for %d API(s) are in place, without aggregation; grant them with RBACPolicy objects", len(p.crds))
 	}

@@ -46,6 +46,11 @@ func TestConditionFor(t *testing.T) {
 		want: metav1.Condition{Status: metav1.ConditionTrue, Reason: oriav1alpha1.ReasonLegacy,
 			Message: "ClusterRoles for 2 API(s) are in place and aggregated to the built-in admin, edit and view ClusterRoles"},
 	}, {
+		name: "legacy names cluster-scoped APIs and how they reach users",
+		p:    &plan{mode: oriav1alpha1.RBACModeLegacy, annotated: true, valid: true, crds: []string{"a.example.com", "clusterissuers.cert-manager.io"}, clusterScoped: []string{"clusterissuers.cert-manager.io"}},
+		want: metav1.Condition{Status: metav1.ConditionTrue, Reason: oriav1alpha1.ReasonLegacy,
+			Message: "ClusterRoles for 2 API(s) are in place and aggregated to the built-in admin, edit and view ClusterRoles. Cluster-scoped: clusterissuers.cert-manager.io; these reach users only through ClusterRoleBindings to view, edit or admin (a RoleBinding to those roles grants nothing on a cluster-scoped API)"},
+	}, {
 		name: "fine-grained with a bundle role",
 		p:    fine,
 		out:  outcome{bundle: []string{"a.example.com-admin"}},

@@ -66,6 +66,9 @@ type Options struct {
 	// ConflictRecheckInterval: see DefaultRecheckInterval; zero
 	// means the default.
 	ConflictRecheckInterval time.Duration
+	// APIScopes tells cluster-scoped APIs from namespaced ones (nil: a
+	// Reconciler of its own for the manager in SetupWithManager).
+	APIScopes *manager.APIScopes
 }
 
 // Reconciler reconciles RBACPolicies.
@@ -78,6 +81,9 @@ type Reconciler struct {
 	DefaultMode oriav1alpha1.RBACMode
 	// ConflictRecheckInterval: see Options.
 	ConflictRecheckInterval time.Duration
+	// APIScopes tells cluster-scoped APIs from namespaced ones (nil: a
+	// Reconciler of its own for the manager in SetupWithManager).
+	APIScopes *manager.APIScopes
 }
 
 // SetupWithManager registers the controller and its index with mgr.
@@ -88,6 +94,13 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		DefaultMode: opts.DefaultMode,
 
 		ConflictRecheckInterval: cmp.Or(opts.ConflictRecheckInterval, DefaultRecheckInterval),
+		APIScopes:               opts.APIScopes,
+	}
+	if r.APIScopes == nil {
+		var err error
+		if r.APIScopes, err = manager.NewAPIScopesForConfig(mgr.GetConfig()); err != nil {
+			return err
+		}
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &oriav1alpha1.RBACPolicy{}, extensionNameIndex,
 		func(o client.Object) []string { return []string{o.(*oriav1alpha1.RBACPolicy).Spec.ExtensionName} }); err != nil {
@@ -139,7 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			policy.Status = computeStatus(policy, p, out, err)
 		},
 		Patch: reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.RBACPolicy) any { return o.Status }),
-		Requeue: func(out result) time.Duration {
+		Requeue: func(_ *plan, out result) time.Duration {
 			return reconciler.RecheckIf(out.conflict != "", cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval))
 		},
 	}

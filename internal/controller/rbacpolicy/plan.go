@@ -37,6 +37,10 @@ type plan struct {
 	// compiled is the policy compiled against its extension's APIs
 	// (decisionApply, and APINotFound revocations).
 	compiled Compiled
+	// clusterScoped are the covered APIs that are cluster-scoped, for a
+	// policy that grants in namespaces (where RoleBindings cannot reach
+	// them).
+	clusterScoped []string
 }
 
 // gather validates the policy, reads its extension and that extension's
@@ -85,6 +89,12 @@ func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 		return nil, err
 	}
 	p := &plan{decision: decisionApply, compiled: Compile(policy, crds)}
+	namespaced := len(policy.Spec.Namespaces) > 0 || policy.Spec.NamespaceSelector != nil
+	if namespaced && r.APIScopes != nil && len(p.compiled.APIs) > 0 {
+		if p.clusterScoped, _, err = r.APIScopes.ClusterScoped(p.compiled.APIs); err != nil {
+			return nil, err
+		}
+	}
 	if p.compiled.Template == nil {
 		p.decision, p.reason = decisionRevoke, oriav1alpha1.ReasonAPINotFound
 		p.message = fmt.Sprintf("ClusterExtension %q provides no API", ext.Name)

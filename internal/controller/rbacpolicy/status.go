@@ -61,6 +61,14 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, fmt.Sprintf("waiting for ScopeInstance %q to bind the roles", inst.Name))
 	case instReady.Status != metav1.ConditionTrue:
 		ready(instReady.Status, instReady.Reason, fmt.Sprintf("ScopeInstance %q: %s", inst.Name, instReady.Message))
+	case len(p.clusterScoped) == len(c.APIs):
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterScopedAPI, fmt.Sprintf(
+			"every API this policy covers is cluster-scoped (%s): a RoleBinding cannot grant a cluster-scoped API, so this policy grants nothing in its namespaces; remove spec.namespaces and spec.namespaceSelector to grant it cluster-wide",
+			strings.Join(p.clusterScoped, ", ")))
+	case len(p.clusterScoped) > 0:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterScopedAPI, fmt.Sprintf(
+			"%s access granted %s, but %s cluster-scoped: a RoleBinding cannot grant it; grant it with a second, cluster-wide RBACPolicy (no namespaces, no selector) naming it in spec.apis",
+			policy.Spec.Access, describeBound(st), strings.Join(p.clusterScoped, ", ")+map[bool]string{true: " is", false: " are"}[len(p.clusterScoped) == 1]))
 	case len(c.Missing) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonAPINotFound,
 			fmt.Sprintf("granted for %s, but ClusterExtension %q does not provide %s",

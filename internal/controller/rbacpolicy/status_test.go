@@ -82,6 +82,23 @@ func TestComputeStatus(t *testing.T) {
 		out:  result{instance: instance(1, metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound, "team-b missing")},
 		want: granted(cond(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound, `ScopeInstance "rbacpolicy-devs": team-b missing`)),
 	}, {
+		name: "namespaced policy over a cluster-scoped API only: grants nothing",
+		p:    &plan{decision: decisionApply, compiled: compiled, clusterScoped: []string{"applications.argoproj.io"}},
+		out:  result{instance: instance(1, metav1.ConditionTrue, oriav1alpha1.ReasonBound, "ok")},
+		want: granted(cond(metav1.ConditionFalse, oriav1alpha1.ReasonClusterScopedAPI,
+			"every API this policy covers is cluster-scoped (applications.argoproj.io): a RoleBinding cannot grant a cluster-scoped API, so this policy grants nothing in its namespaces; remove spec.namespaces and spec.namespaceSelector to grant it cluster-wide")),
+	}, {
+		name: "namespaced policy over a cluster-scoped API among others",
+		p: &plan{decision: decisionApply, compiled: Compile(policy, []string{"applications.argoproj.io", "appprojects.argoproj.io"}),
+			clusterScoped: []string{"appprojects.argoproj.io"}},
+		out: result{instance: instance(1, metav1.ConditionTrue, oriav1alpha1.ReasonBound, "ok")},
+		want: func() oriav1alpha1.RBACPolicyStatus {
+			st := granted(cond(metav1.ConditionFalse, oriav1alpha1.ReasonClusterScopedAPI,
+				"view access granted in 1 namespaces, but appprojects.argoproj.io is cluster-scoped: a RoleBinding cannot grant it; grant it with a second, cluster-wide RBACPolicy (no namespaces, no selector) naming it in spec.apis"))
+			st.APIs = []string{"applications.argoproj.io", "appprojects.argoproj.io"}
+			return st
+		}(),
+	}, {
 		name: "bound",
 		p:    apply,
 		out:  result{instance: instance(1, metav1.ConditionTrue, oriav1alpha1.ReasonBound, "ok")},

@@ -48,11 +48,13 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -139,7 +141,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.instancesOf(ctx, o.GetName())
 			}),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			// A new spec, or a new verdict on its roles (its Ready
+			// condition: a referenced ClusterRole appeared or went).
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, templateReadyChanged()))).
 		Watches(&rbacv1.ClusterRole{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.instancesOf(ctx, ownership.ControllerName(o.GetOwnerReferences(), ownership.KindScopeTemplate))
@@ -147,6 +151,24 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		WatchesMetadata(manager.NamespaceMetadata(), &namespaceHandler{r: r}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// templateReadyChanged passes ScopeTemplate updates that change its Ready
+// condition's status or reason.
+func templateReadyChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		reason := func(o client.Object) string {
+			t, ok := o.(*oriav1alpha1.ScopeTemplate)
+			if !ok {
+				return ""
+			}
+			if c := meta.FindStatusCondition(t.Status.Conditions, oriav1alpha1.TypeReady); c != nil {
+				return string(c.Status) + "/" + c.Reason
+			}
+			return ""
+		}
+		return reason(e.ObjectOld) != reason(e.ObjectNew)
+	}}
 }
 
 // instancesOf returns a request for every instance of the named template.
@@ -186,8 +208,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Status: func(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) {
 			si.Status = computeStatus(si, p, res, err)
 		},
-		Patch:   reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeInstance) any { return o.Status }),
-		Requeue: func(res result) time.Duration { return reconciler.RecheckIf(len(res.conflicts) > 0, r.recheck()) },
+		Patch: reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeInstance) any { return o.Status }),
+		Requeue: func(_ *plan, res result) time.Duration {
+			return reconciler.RecheckIf(len(res.conflicts) > 0, r.recheck())
+		},
 	}
 	return steps.Reconcile(ctx, req)
 }

@@ -60,13 +60,35 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 			msg += fmt.Sprintf(" (ScopeTemplate %q: %s: %s)", p.template.Name, c.Reason, c.Message)
 		}
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, msg)
-	case p.targets.Cluster:
-		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, fmt.Sprintf("%d ClusterRole(s) bound cluster-wide", len(p.roles)))
+	case templateReason(p.template) == oriav1alpha1.ReasonClusterRoleNotFound:
+		c := meta.FindStatusCondition(p.template.Status.Conditions, oriav1alpha1.TypeReady)
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound,
+			fmt.Sprintf("%s, but ScopeTemplate %q: %s", boundWhere(p, st), p.template.Name, c.Message))
+	case !p.targets.Cluster && len(st.BoundNamespaces) == 0:
+		// A selector that matches nothing yet is a standing rule, not an
+		// error; it says so rather than claiming a grant.
+		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, fmt.Sprintf(
+			"%d ClusterRole(s) bound in 0 namespaces: no namespace matches yet; namespaces are bound as soon as they match", len(p.roles)))
 	default:
-		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound,
-			fmt.Sprintf("%d ClusterRole(s) bound in %d namespace(s)", len(p.roles), len(st.BoundNamespaces)))
+		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, boundWhere(p, st))
 	}
 	return st
+}
+
+// templateReason returns the reason of t's Ready condition, or "".
+func templateReason(t *oriav1alpha1.ScopeTemplate) string {
+	if c := meta.FindStatusCondition(t.Status.Conditions, oriav1alpha1.TypeReady); c != nil && c.ObservedGeneration == t.Generation {
+		return c.Reason
+	}
+	return ""
+}
+
+// boundWhere says where the roles are bound, for a message.
+func boundWhere(p *plan, st oriav1alpha1.ScopeInstanceStatus) string {
+	if p.targets.Cluster {
+		return fmt.Sprintf("%d ClusterRole(s) bound cluster-wide", len(p.roles))
+	}
+	return fmt.Sprintf("%d ClusterRole(s) bound in %d namespace(s)", len(p.roles), len(st.BoundNamespaces))
 }
 
 // boundNamespaces returns the target namespaces where every intended

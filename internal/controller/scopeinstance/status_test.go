@@ -54,6 +54,20 @@ func TestComputeStatus(t *testing.T) {
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a", "b"}, BoundNamespaceCount: 2,
 			Conditions: cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 2 namespace(s)")},
 	}, {
+		name: "a selector that matches nothing yet says so",
+		p:    &plan{template: tmpl, roles: []string{"view"}},
+		res:  result{summary: summary()},
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces,
+			Conditions: cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 0 namespaces: no namespace matches yet; namespaces are bound as soon as they match")},
+	}, {
+		name: "the template references a ClusterRole that does not exist",
+		p: &plan{template: &oriav1alpha1.ScopeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Status: oriav1alpha1.ScopeTemplateStatus{
+			Conditions: []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonClusterRoleNotFound, Message: `ClusterRole(s) "viewer" do not exist`}},
+		}}, roles: []string{"viewer"}, targets: ns("a")},
+		res: result{summary: summary()},
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
+			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound, `1 ClusterRole(s) bound in 1 namespace(s), but ScopeTemplate "t": ClusterRole(s) "viewer" do not exist`)},
+	}, {
 		name: "cluster-wide",
 		p:    &plan{template: tmpl, roles: []string{"view", "edit"}, targets: binding.Targets{Cluster: true}},
 		res:  result{summary: summary()},

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -102,6 +103,13 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named(ControllerName).
 		For(&oriav1alpha1.ScopeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&rbacv1.ClusterRole{}).
+		// A referenced role that is one of oria's (an extension's generated
+		// role, another template's inline role) coming or going changes
+		// whether the template's roles exist. Other ClusterRoles are not in
+		// oria's cache: a missing one is looked for again on a timer.
+		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return reconciler.Requests(ctx, r.Client, &oriav1alpha1.ScopeTemplateList{}, client.MatchingFields{manager.IndexScopeTemplateRole: o.GetName()})
+		})).
 		Watches(&oriav1alpha1.ScopeInstance{}, instanceHandler{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
@@ -171,8 +179,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Status: func(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err error) {
 			t.Status = computeStatus(t, p, s, err)
 		},
-		Patch:   reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeTemplate) any { return o.Status }),
-		Requeue: func(s engine.Summary) time.Duration { return reconciler.RecheckIf(len(s.Conflicts) > 0, r.recheck()) },
+		Patch: reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeTemplate) any { return o.Status }),
+		Requeue: func(p *plan, s engine.Summary) time.Duration {
+			return reconciler.RecheckIf(len(s.Conflicts) > 0 || len(p.missing) > 0, r.recheck())
+		},
 	}
 	return steps.Reconcile(ctx, req)
 }

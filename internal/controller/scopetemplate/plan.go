@@ -33,6 +33,8 @@ type plan struct {
 	// stale are the template's roles that are no longer intended: removed
 	// from the spec, renamed, or the template is no longer used.
 	stale []*rbacv1.ClusterRole
+	// missing are the referenced ClusterRoles that do not exist.
+	missing []string
 }
 
 // gather reads what a reconcile of t needs from the cache and decides the
@@ -53,6 +55,10 @@ func (r *Reconciler) gather(ctx context.Context, t *oriav1alpha1.ScopeTemplate) 
 		return p, nil
 	}
 	p.roles = binding.RoleNames(binding.Roles(t))
+	var err error
+	if p.missing, err = r.missingRoles(ctx, t); err != nil {
+		return nil, err
+	}
 	if len(p.instances) > 0 {
 		p.desired = binding.ClusterRoles(t)
 	}
@@ -94,4 +100,27 @@ func (r *Reconciler) cachedRoles(ctx context.Context, template string) ([]*rbacv
 		}
 	}
 	return out, nil
+}
+
+// missingRoles returns the ClusterRoles t references by name that do not
+// exist: oria's own roles are looked up in the cache, others (built-in or
+// bundle-provided roles) with one metadata-only read each.
+func (r *Reconciler) missingRoles(ctx context.Context, t *oriav1alpha1.ScopeTemplate) ([]string, error) {
+	var missing []string
+	for _, role := range binding.Roles(t) {
+		if role.Inline {
+			continue
+		}
+		err := r.Client.Get(ctx, client.ObjectKey{Name: role.Name}, &rbacv1.ClusterRole{})
+		if apierrors.IsNotFound(err) {
+			err = r.APIReader.Get(ctx, client.ObjectKey{Name: role.Name}, manager.ClusterRoleMetadata())
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, role.Name)
+		case err != nil:
+			return nil, fmt.Errorf("reading ClusterRole %q: %w", role.Name, err)
+		}
+	}
+	return missing, nil
 }

@@ -36,6 +36,10 @@ func computeStatus(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err
 		return st
 	case len(s.Conflicts) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, conflictMessage(s.Conflicts))
+	case len(p.missing) > 0:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound, fmt.Sprintf(
+			"ClusterRole(s) %s do not exist: bindings to them grant nothing until they are created (oria looks again every %s)",
+			status.Enumerate(quoted(p.missing), 10), DefaultRecheckInterval))
 	case len(p.instances) == 0:
 		ready(metav1.ConditionTrue, oriav1alpha1.ReasonValid, "valid; not used by any ScopeInstance, so its inline ClusterRoles do not exist")
 	case len(p.desired) == 0:
@@ -90,4 +94,12 @@ func (r *Reconciler) recordEvents(t *oriav1alpha1.ScopeTemplate, ensured, delete
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, EventConflict, "Create",
 			"ClusterRole(s) %s exist and were not created by oria for this template; left unchanged", status.Enumerate(names, 10))
 	}
+}
+
+func quoted(items []string) []string {
+	out := make([]string, len(items))
+	for i, s := range items {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
 }

@@ -53,6 +53,12 @@ func TestComputeStatus(t *testing.T) {
 		want: oriav1alpha1.ScopeTemplateStatus{ObservedGeneration: 3, ClusterRoles: []string{"view"}, Instances: []string{"a"},
 			Conditions: cond(metav1.ConditionTrue, oriav1alpha1.ReasonValid, "valid; used by 1 ScopeInstance(s); it has no inline ClusterRoles")},
 	}, {
+		name: "a referenced ClusterRole does not exist",
+		p:    &plan{instances: []string{"a"}, roles: []string{"viewer"}, missing: []string{"viewer"}},
+		want: oriav1alpha1.ScopeTemplateStatus{ObservedGeneration: 3, ClusterRoles: []string{"viewer"}, Instances: []string{"a"},
+			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound,
+				`ClusterRole(s) "viewer" do not exist: bindings to them grant nothing until they are created (oria looks again every 30s)`)},
+	}, {
 		name: "conflict",
 		p:    used,
 		s:    engine.Summary{Conflicts: []error{&engine.ConflictError{Kind: "ClusterRole", Name: "r1"}}},
