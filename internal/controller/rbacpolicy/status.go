@@ -47,6 +47,16 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, out.conflict)
 		return st
 	}
+	if len(p.clusterScoped) > 0 && len(p.clusterScoped) == len(c.APIs) {
+		// Whatever the ScopeInstance does, RoleBindings reach nothing here.
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterScopedAPI, fmt.Sprintf(
+			"every API this policy covers is cluster-scoped (%s): a RoleBinding cannot grant a cluster-scoped API, so this policy grants nothing in its namespaces; remove spec.namespaces and spec.namespaceSelector to grant it cluster-wide",
+			strings.Join(p.clusterScoped, ", ")))
+		if out.instance != nil {
+			st.Scope, st.BoundNamespaces, st.BoundNamespaceCount = out.instance.Status.Scope, out.instance.Status.BoundNamespaces, out.instance.Status.BoundNamespaceCount
+		}
+		return st
+	}
 	inst := out.instance
 	if inst == nil {
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, "waiting for the ScopeInstance to be created")
@@ -61,10 +71,6 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, fmt.Sprintf("waiting for ScopeInstance %q to bind the roles", inst.Name))
 	case instReady.Status != metav1.ConditionTrue:
 		ready(instReady.Status, instReady.Reason, fmt.Sprintf("ScopeInstance %q: %s", inst.Name, instReady.Message))
-	case len(p.clusterScoped) == len(c.APIs):
-		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterScopedAPI, fmt.Sprintf(
-			"every API this policy covers is cluster-scoped (%s): a RoleBinding cannot grant a cluster-scoped API, so this policy grants nothing in its namespaces; remove spec.namespaces and spec.namespaceSelector to grant it cluster-wide",
-			strings.Join(p.clusterScoped, ", ")))
 	case len(p.clusterScoped) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterScopedAPI, fmt.Sprintf(
 			"%s access granted %s, but %s cluster-scoped: a RoleBinding cannot grant it; grant it with a second, cluster-wide RBACPolicy (no namespaces, no selector) naming it in spec.apis",
