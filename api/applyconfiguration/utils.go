@@ -56,6 +56,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ScopeTemplateSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ScopeTemplateStatus"):
 		return &apiv1alpha1.ScopeTemplateStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ServiceAccountReference"):
+		return &apiv1alpha1.ServiceAccountReferenceApplyConfiguration{}
 
 	}
 	return nil

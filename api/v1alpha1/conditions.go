@@ -77,6 +77,17 @@ const (
 	// covers a cluster-scoped API, which a RoleBinding cannot reach; the
 	// message names it and says how to grant it (a cluster-wide policy).
 	ReasonClusterScopedAPI = "ClusterScopedAPI"
+	// ReasonForbidden (Ready=False on a ScopeInstance with a serviceAccount,
+	// and on the RBACPolicy behind it): the API server refused some
+	// bindings because the ServiceAccount may not grant them; the message
+	// carries the API server's answer (which permissions, which
+	// ServiceAccount, which namespace). The other bindings are in place;
+	// oria tries again periodically.
+	ReasonForbidden = "Forbidden"
+	// ReasonServiceAccountNotFound (Ready=False): the ServiceAccount named in
+	// spec.serviceAccount does not exist; nothing new is written until it
+	// does, existing bindings are kept.
+	ReasonServiceAccountNotFound = "ServiceAccountNotFound"
 	// ReasonReconcileError (status Unknown): an unexpected error, such as the
 	// API server refusing a write; oria retries with backoff.
 	ReasonReconcileError = "ReconcileError"

@@ -77,6 +77,13 @@ type RBACPolicySpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=256
 	APIs []APIRef `json:"apis,omitempty"`
+
+	// serviceAccount caps what the policy can grant: it is passed to the
+	// ScopeInstance the policy compiles to (see ScopeInstanceSpec), whose
+	// bindings oria then writes impersonating this ServiceAccount. Naming a
+	// ServiceAccount requires the right to impersonate it.
+	// +optional
+	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
 }
 
 // RBACPolicyStatus is the observed state of an RBACPolicy.

@@ -43,6 +43,40 @@ type ScopeInstanceSpec struct {
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// serviceAccount caps what this instance can grant (attenuation, as OLM
+	// v0's OperatorGroup serviceAccountName): oria writes the instance's
+	// RoleBindings and ClusterRoleBindings impersonating this
+	// ServiceAccount, so the API server grants only what the ServiceAccount
+	// itself could (it needs create, update and patch on the bindings where
+	// they go, and may bind only roles it may `bind` or whose permissions it
+	// holds there). A refused binding is reported (Ready=False, Forbidden)
+	// and tried again; the others are written. Naming a ServiceAccount
+	// requires the right to impersonate it.
+	// +optional
+	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
+}
+
+// ServiceAccountReference names a ServiceAccount.
+type ServiceAccountReference struct {
+	// namespace of the ServiceAccount.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+	// name of the ServiceAccount.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+}
+
+// Username is the name the API server knows the ServiceAccount by:
+// "system:serviceaccount:<namespace>:<name>".
+func (r ServiceAccountReference) Username() string {
+	return "system:serviceaccount:" + r.Namespace + ":" + r.Name
 }
 
 // ScopeInstanceStatus is the observed state of a ScopeInstance.

@@ -71,6 +71,11 @@ const (
 	// Skipped: the object's namespace is being deleted (or is gone), so
 	// nothing can be created there; not an error.
 	Skipped
+	// Forbidden: the API server refused a write that grants access because
+	// the identity oria wrote as (Writer.Attenuated) may not grant it; Err
+	// is the API server's answer. Not retried with backoff: the caller
+	// looks again later.
+	Forbidden
 	// Failed: the API server refused the write; Err says why.
 	Failed
 )
@@ -102,6 +107,29 @@ type Writer struct {
 	// Recheck is how long a remembered conflict is trusted
 	// (DefaultRecheck when 0).
 	Recheck time.Duration
+	// Revoker deletes (deletions only take access away, so they need no
+	// attenuation); Client when nil.
+	Revoker client.Client
+	// Attenuated says that Client writes as an identity that caps what may
+	// be granted (an impersonated ServiceAccount): a write it may not make
+	// is the outcome Forbidden, not a failure.
+	Attenuated bool
+}
+
+func (w *Writer) revoker() client.Client {
+	if w.Revoker != nil {
+		return w.Revoker
+	}
+	return w.Client
+}
+
+// refused turns the error of a write that grants into an action.
+func (w *Writer) refused(err error, format string, args ...any) (Action, error) {
+	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
+	if w.Attenuated && apierrors.IsForbidden(err) {
+		return Forbidden, wrapped
+	}
+	return Failed, wrapped
 }
 
 func (w *Writer) recheck() time.Duration {
@@ -234,7 +262,7 @@ func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], 
 		o.Action = Skipped
 		return o
 	case !apierrors.IsAlreadyExists(err):
-		o.Action, o.Err = Failed, fmt.Errorf("creating %s %s: %w", k.Name, describe(want), err)
+		o.Action, o.Err = w.refused(err, "creating %s %s", k.Name, describe(want))
 		return o
 	}
 	live := k.New()
@@ -272,21 +300,21 @@ func classify[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns f
 func repair[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, want T) (Action, error) {
 	if k.Replace != nil && k.Replace(cur, want) {
 		uid := cur.GetUID()
-		if err := w.Client.Delete(ctx, cur, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		if err := w.revoker().Delete(ctx, cur, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 			return Failed, fmt.Errorf("deleting %s %s to replace it: %w", k.Name, describe(cur), err)
 		}
 		if err := w.Client.Create(ctx, want.DeepCopyObject().(client.Object), client.FieldOwner(oriav1alpha1.FieldOwner)); err != nil {
 			if namespaceGone(err) {
 				return Skipped, nil
 			}
-			return Failed, fmt.Errorf("creating %s %s: %w", k.Name, describe(want), err)
+			return w.refused(err, "creating %s %s", k.Name, describe(want))
 		}
 		return Replaced, nil
 	}
 	if k.Merge != nil {
 		if merged, update := k.Merge(cur, want); update {
 			if err := w.Client.Update(ctx, merged, client.FieldOwner(oriav1alpha1.FieldOwner)); err != nil {
-				return Failed, fmt.Errorf("updating %s %s: %w", k.Name, describe(want), err)
+				return w.refused(err, "updating %s %s", k.Name, describe(want))
 			}
 			return Updated, nil
 		}
@@ -296,7 +324,7 @@ func repair[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, wan
 		return Failed, fmt.Errorf("%s %s: %w", k.Name, describe(want), err)
 	}
 	if err := w.Client.Apply(ctx, ac, client.FieldOwner(oriav1alpha1.FieldOwner), client.ForceOwnership); err != nil {
-		return Failed, fmt.Errorf("applying %s %s: %w", k.Name, describe(want), err)
+		return w.refused(err, "applying %s %s", k.Name, describe(want))
 	}
 	return Updated, nil
 }
@@ -310,7 +338,7 @@ func Delete[T client.Object](ctx context.Context, w *Writer, kind string, objs [
 		obj := objs[i]
 		out[i] = Outcome{Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted}
 		uid := obj.GetUID()
-		err := w.Client.Delete(ctx, obj, client.Preconditions{UID: &uid})
+		err := w.revoker().Delete(ctx, obj, client.Preconditions{UID: &uid})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			out[i].Action, out[i].Err = Failed, fmt.Errorf("deleting %s %s: %w", kind, describe(obj), err)
 		}

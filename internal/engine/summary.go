@@ -9,6 +9,9 @@ type Summary struct {
 	Conflicts []error
 	// Errors are the failed writes, in outcome order.
 	Errors []error
+	// Forbidden are the writes the attenuating identity may not make, in
+	// outcome order.
+	Forbidden []error
 	// Bad are the namespaces ("" for cluster-scoped objects) with a conflict
 	// or a failure: not fully bound.
 	Bad map[string]bool
@@ -32,6 +35,9 @@ func Summarize(outcomes ...[]Outcome) Summary {
 				s.Bad[o.Namespace] = true
 			case Failed:
 				s.Errors = append(s.Errors, o.Err)
+				s.Bad[o.Namespace] = true
+			case Forbidden:
+				s.Forbidden = append(s.Forbidden, o.Err)
 				s.Bad[o.Namespace] = true
 			case Skipped:
 				s.Skipped[o.Namespace] = true

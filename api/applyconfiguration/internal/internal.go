@@ -116,6 +116,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: associative
+    - name: serviceAccount
+      type:
+        namedType: com.github.operator-framework.oria.api.v1alpha1.ServiceAccountReference
     - name: subjects
       type:
         list:
@@ -193,6 +196,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: scopeTemplateName
       type:
         scalar: string
+    - name: serviceAccount
+      type:
+        namedType: com.github.operator-framework.oria.api.v1alpha1.ServiceAccountReference
 - name: com.github.operator-framework.oria.api.v1alpha1.ScopeInstanceStatus
   map:
     fields:
@@ -275,6 +281,15 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+- name: com.github.operator-framework.oria.api.v1alpha1.ServiceAccountReference
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
 - name: io.k8s.api.rbac.v1.PolicyRule
   map:
     fields:

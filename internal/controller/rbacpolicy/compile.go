@@ -86,7 +86,7 @@ func Compile(policy *oriav1alpha1.RBACPolicy, crdNames []string) Compiled {
 			BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: subjects.Normalize(policy.Spec.Subjects, "")},
 		},
 	}
-	spec := oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: name}
+	spec := oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: name, ServiceAccount: policy.Spec.ServiceAccount.DeepCopy()}
 	if len(policy.Spec.Namespaces) > 0 {
 		spec.Namespaces = slices.Compact(slices.Sorted(slices.Values(policy.Spec.Namespaces)))
 	}

@@ -116,6 +116,9 @@ type Reconciler struct {
 	Workers int
 	// ConflictRecheckInterval: see Options.
 	ConflictRecheckInterval time.Duration
+	// Impersonators writes the bindings of instances with a
+	// serviceAccount; nil refuses such instances (ReconcileError).
+	Impersonators *Impersonators
 }
 
 // SetupWithManager registers the controller (and the shared binding
@@ -131,6 +134,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Workers:   opts.Workers,
 
 		ConflictRecheckInterval: opts.ConflictRecheckInterval,
+		Impersonators: &Impersonators{Config: mgr.GetConfig(), Options: client.Options{
+			Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: nil}},
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -202,7 +207,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			if p.specErr != nil {
 				return result{}, nil
 			}
-			res := r.write(ctx, si, p)
+			res, err := r.write(ctx, si, p)
+			if err != nil {
+				return res, err
+			}
 			return res, summarizeErrors(res.summary.Errors)
 		},
 		Status: func(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) {
@@ -240,6 +248,24 @@ func (r *Reconciler) writer() *engine.Writer {
 	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Workers: r.Workers, Memo: memo, Recheck: r.recheck()}
 }
 
+// writerFor returns the writer of si's bindings: oria's own, or, for an
+// instance with a serviceAccount, one that grants as that ServiceAccount
+// (and revokes as oria: taking access away needs no ceiling).
+func (r *Reconciler) writerFor(si *oriav1alpha1.ScopeInstance) (*engine.Writer, error) {
+	w := r.writer()
+	if sa := si.Spec.ServiceAccount; sa != nil {
+		if r.Impersonators == nil {
+			return nil, fmt.Errorf("spec.serviceAccount is set but this controller cannot impersonate")
+		}
+		c, err := r.Impersonators.For(*sa)
+		if err != nil {
+			return nil, err
+		}
+		w.Client, w.Revoker, w.Attenuated = c, r.Client, true
+	}
+	return w, nil
+}
+
 // result is what the writes of one reconcile did.
 type result struct {
 	summary    engine.Summary
@@ -248,10 +274,16 @@ type result struct {
 	conflicts []string
 }
 
+// refused reports whether the ServiceAccount may not write some bindings.
+func (res result) refused() bool { return len(res.summary.Forbidden) > 0 }
+
 // write creates and repairs first, deletes after, so that a changed role
 // never leaves a gap without access.
-func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) result {
-	w := r.writer()
+func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
+	w, err := r.writerFor(si)
+	if err != nil {
+		return result{}, err
+	}
 	owns := func(o client.Object) bool { return ownership.InstanceOwns(o, si.Name) }
 	ensuredRBs := engine.Ensure(ctx, w, engine.RoleBindingKind, owns, p.wantRBs, engine.ByKey(p.existingRBs))
 	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, p.wantCRBs, engine.ByKey(p.existingCRBs))
@@ -265,7 +297,7 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 		res.conflicts = append(res.conflicts, c.Error())
 	}
 	r.recordEvents(si, ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs, res.conflicts)
-	return res
+	return res, nil
 }
 
 // summarizeErrors returns one error for many failed writes, naming the

@@ -47,6 +47,11 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 	if err != nil {
 		return nil, err
 	}
+	if serr == nil {
+		if serr, err = r.checkServiceAccount(ctx, si); err != nil {
+			return nil, err
+		}
+	}
 	if serr != nil {
 		return &plan{specErr: serr}, nil
 	}

@@ -49,6 +49,11 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 	case len(res.conflicts) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict,
 			status.Enumerate(res.conflicts, 5)+"; oria leaves such objects alone: remove or rename them")
+	case res.refused():
+		sa := si.Spec.ServiceAccount
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonForbidden, fmt.Sprintf(
+			"ServiceAccount %s/%s (spec.serviceAccount) may not grant %d binding(s), so they were not written: %s (%s; oria tries again every %s)",
+			sa.Namespace, sa.Name, len(res.summary.Forbidden), errorList(res.summary.Forbidden, 3), boundWhere(p, st), DefaultRecheckInterval))
 	case len(p.targets.Missing) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound,
 			fmt.Sprintf("namespace(s) %s do not exist; they are bound as soon as they are created (bound in %d other namespace(s))",
@@ -173,4 +178,13 @@ func (r *Reconciler) recordEvents(si *oriav1alpha1.ScopeInstance, rbs, crbs, del
 	if prev := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady); len(conflicts) > 0 && (prev == nil || prev.Reason != oriav1alpha1.ReasonConflict) {
 		r.Recorder.Eventf(si, nil, corev1.EventTypeWarning, EventConflict, "Create", "%s; left unchanged", status.Enumerate(conflicts, 5))
 	}
+}
+
+// errorList joins the first max errors' messages.
+func errorList(errs []error, max int) string {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return status.Enumerate(msgs, max)
 }

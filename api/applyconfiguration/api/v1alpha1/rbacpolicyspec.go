@@ -48,6 +48,11 @@ type RBACPolicySpecApplyConfiguration struct {
 	// apis narrows the grant to some of the extension's APIs. Empty means
 	// all of them, including APIs a later upgrade of the extension adds.
 	APIs []APIRefApplyConfiguration `json:"apis,omitempty"`
+	// serviceAccount caps what the policy can grant: it is passed to the
+	// ScopeInstance the policy compiles to (see ScopeInstanceSpec), whose
+	// bindings oria then writes impersonating this ServiceAccount. Naming a
+	// ServiceAccount requires the right to impersonate it.
+	ServiceAccount *ServiceAccountReferenceApplyConfiguration `json:"serviceAccount,omitempty"`
 }
 
 // RBACPolicySpecApplyConfiguration constructs a declarative configuration of the RBACPolicySpec type for use with
@@ -110,5 +115,13 @@ func (b *RBACPolicySpecApplyConfiguration) WithAPIs(values ...*APIRefApplyConfig
 		}
 		b.APIs = append(b.APIs, *values[i])
 	}
+	return b
+}
+
+// WithServiceAccount sets the ServiceAccount field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ServiceAccount field is set to the value of the last call.
+func (b *RBACPolicySpecApplyConfiguration) WithServiceAccount(value *ServiceAccountReferenceApplyConfiguration) *RBACPolicySpecApplyConfiguration {
+	b.ServiceAccount = value
 	return b
 }

@@ -43,6 +43,16 @@ type ScopeInstanceSpecApplyConfiguration struct {
 	// matchLabels and matchExpressions are read as labels the namespace must
 	// have: `namespaceSelector: {team: a}` means `matchLabels: {team: a}`.
 	NamespaceSelector *v1.LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
+	// serviceAccount caps what this instance can grant (attenuation, as OLM
+	// v0's OperatorGroup serviceAccountName): oria writes the instance's
+	// RoleBindings and ClusterRoleBindings impersonating this
+	// ServiceAccount, so the API server grants only what the ServiceAccount
+	// itself could (it needs create, update and patch on the bindings where
+	// they go, and may bind only roles it may `bind` or whose permissions it
+	// holds there). A refused binding is reported (Ready=False, Forbidden)
+	// and tried again; the others are written. Naming a ServiceAccount
+	// requires the right to impersonate it.
+	ServiceAccount *ServiceAccountReferenceApplyConfiguration `json:"serviceAccount,omitempty"`
 }
 
 // ScopeInstanceSpecApplyConfiguration constructs a declarative configuration of the ScopeInstanceSpec type for use with
@@ -74,5 +84,13 @@ func (b *ScopeInstanceSpecApplyConfiguration) WithNamespaces(values ...string) *
 // If called multiple times, the NamespaceSelector field is set to the value of the last call.
 func (b *ScopeInstanceSpecApplyConfiguration) WithNamespaceSelector(value *v1.LabelSelectorApplyConfiguration) *ScopeInstanceSpecApplyConfiguration {
 	b.NamespaceSelector = value
+	return b
+}
+
+// WithServiceAccount sets the ServiceAccount field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ServiceAccount field is set to the value of the last call.
+func (b *ScopeInstanceSpecApplyConfiguration) WithServiceAccount(value *ServiceAccountReferenceApplyConfiguration) *ScopeInstanceSpecApplyConfiguration {
+	b.ServiceAccount = value
 	return b
 }
