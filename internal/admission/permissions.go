@@ -30,10 +30,10 @@ type Permission struct {
 
 // String reads like the API server's own escalation message: "get secrets",
 // "create clusterrolebindings.rbac.authorization.k8s.io", `get configmaps
-// "cfg"`, "get pods/log", "get /metrics".
+// "cfg"`, "get pods/log", "get non-resource URL /metrics".
 func (p Permission) String() string {
 	if p.NonResourceURL != "" {
-		return p.Verb + " " + p.NonResourceURL
+		return p.Verb + " non-resource URL " + p.NonResourceURL
 	}
 	res := p.Resource
 	if p.Subresource != "" {

@@ -66,6 +66,7 @@ func refused(t *testing.T, err error, parts ...string) {
 	t.Helper()
 	require.Error(t, err, "the guard must refuse")
 	assert.True(t, apierrors.IsForbidden(err), "a refusal is 403 Forbidden: %v", err)
+	t.Log(err)
 	assert.Contains(t, err.Error(), guardDenied)
 	for _, p := range parts {
 		assert.Contains(t, err.Error(), p)
