@@ -141,8 +141,8 @@ func (a *Authorizer) Unrestricted(ctx context.Context, user authenticationv1.Use
 
 // denied returns the permissions of perms that user does not hold, asking
 // up to Parallelism at once and stopping once limit are found.
-func (a *Authorizer) denied(ctx context.Context, user authenticationv1.UserInfo, perms []Permission, limit int) ([]Permission, error) {
-	ctx, cancel := context.WithCancel(ctx)
+func (a *Authorizer) denied(parent context.Context, user authenticationv1.UserInfo, perms []Permission, limit int) ([]Permission, error) {
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var (
 		mu     sync.Mutex
@@ -180,6 +180,11 @@ func (a *Authorizer) denied(ctx context.Context, user authenticationv1.UserInfo,
 	wg.Wait()
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	if err := parent.Err(); err != nil {
+		// Cut short from outside (the request's deadline): what was not
+		// asked is not known to be allowed.
+		return nil, fmt.Errorf("checking %d permissions: %w", len(perms), err)
 	}
 	slices.SortFunc(out, comparePermissions)
 	if len(out) > limit {
