@@ -161,3 +161,29 @@ func TestGuardFailsClosed(t *testing.T) {
 		assert.NoError(c, k8sClient.Create(ctx, tmpl))
 	}, time.Minute, 200*time.Millisecond)
 }
+
+// TestGuardDelegationSample applies the user guide's delegation sample: a
+// member of platform-team binds view and edit in team-a through oria, and
+// is refused team-b.
+func TestGuardDelegationSample(t *testing.T) {
+	ctx := context.Background()
+	applySample(t, "tour-extension.yaml")
+	applySample(t, "delegate-platform-team.yaml")
+	asPam := impersonate(t, "pam", "platform-team")
+
+	name := testutil.UniqueName("platform")
+	tmpl := scopeTemplate(name, []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}, {Name: "edit"}},
+		rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: name})
+	si := scopeInstance(name, name, "team-a")
+	require.NoError(t, asPam.Create(ctx, tmpl))
+	require.NoError(t, asPam.Create(ctx, si))
+	cleanup(t, tmpl, si)
+	waitScopeInstanceReady(t, si.Name)
+	dev := testutil.Access{User: "dev", Groups: []string{name}, Verb: "create", Group: "apps", Resource: "deployments", Namespace: "team-a"}
+	eventuallyAccess(t, true, dev)
+
+	refused(t, asPam.Create(ctx, scopeInstance(name+"-b", name, "team-b")),
+		`user "pam" may not bind ClusterRole "edit" in namespace "team-b"`)
+	dev.Namespace = "team-b"
+	eventuallyAccess(t, false, dev)
+}
