@@ -2,12 +2,9 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
@@ -33,11 +30,7 @@ func (g *Guard) checkPolicy(ctx context.Context, user authenticationv1.UserInfo,
 	c := rbacpolicy.Compile(p, crds)
 	var grants []binding.Grant
 	if c.Instance != nil {
-		spec, err := compiledInstanceSpec(c)
-		if err != nil {
-			return nil, err
-		}
-		grants = binding.InstanceGrants(spec, c.Roles)
+		grants = binding.InstanceGrants(c.Instance.Spec, c.Roles)
 	}
 	denials, err := g.Authorizer.CheckBind(ctx, user, grants, nil)
 	if err != nil {
@@ -47,6 +40,8 @@ func (g *Guard) checkPolicy(ctx context.Context, user authenticationv1.UserInfo,
 	if len(p.Spec.APIs) > 0 {
 		return out, nil
 	}
+	// Where the compiled ScopeInstance binds: Compile copies the policy's
+	// namespaces and selector into it (and compiles nothing without an API).
 	places := binding.InstanceGrants(oriav1alpha1.ScopeInstanceSpec{Namespaces: p.Spec.Namespaces, NamespaceSelector: p.Spec.NamespaceSelector}, []string{""})
 	denied, err := g.Authorizer.CheckBindAny(ctx, user, places)
 	if err != nil {
@@ -70,31 +65,7 @@ func (g *Guard) policyAPIs(ctx context.Context, p *oriav1alpha1.RBACPolicy) ([]s
 		}
 		return out, nil
 	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(manager.CRDMetadata().GroupVersionKind().GroupVersion().WithKind("CustomResourceDefinitionList"))
-	if err := g.Reader.List(ctx, list, client.MatchingLabels{
-		oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension,
-		oriav1alpha1.LabelOLMOwnerName: p.Spec.ExtensionName,
-	}); err != nil {
-		return nil, fmt.Errorf("listing CRDs of ClusterExtension %q: %w", p.Spec.ExtensionName, err)
-	}
-	out := make([]string, 0, len(list.Items))
-	for _, crd := range list.Items {
-		out = append(out, crd.Name)
-	}
-	return out, nil
-}
-
-// compiledInstanceSpec is the spec of the ScopeInstance a policy compiles
-// into.
-func compiledInstanceSpec(c rbacpolicy.Compiled) (oriav1alpha1.ScopeInstanceSpec, error) {
-	var spec oriav1alpha1.ScopeInstanceSpec
-	b, err := json.Marshal(c.Instance.Spec)
-	if err != nil {
-		return spec, fmt.Errorf("encoding the compiled ScopeInstance: %w", err)
-	}
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return spec, fmt.Errorf("decoding the compiled ScopeInstance: %w", err)
-	}
-	return spec, nil
+	// The same definition of "the APIs of an extension" as the controller's,
+	// read from the API server rather than the cache.
+	return manager.ExtensionCRDs(ctx, g.Reader, p.Spec.ExtensionName)
 }
