@@ -38,7 +38,9 @@ func TestAuthorizer(t *testing.T) {
 	subject := func(u authenticationv1.UserInfo) []rbacv1.Subject {
 		return []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: u.Username}}
 	}
-	ref := func(kind, name string) rbacv1.RoleRef { return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: name} }
+	ref := func(kind, name string) rbacv1.RoleRef {
+		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: name}
+	}
 	for _, o := range []client.Object{
 		testutil.Namespace(a, nil), testutil.Namespace(b, nil),
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: podsReader}, Rules: append(podRules,
