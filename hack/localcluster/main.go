@@ -206,6 +206,17 @@ func serve(dir, assets string) error {
 	return nil
 }
 
+// isLocal reports whether path is the kubeconfig of the local control plane
+// running in dir (what `make local-up` tells users to export).
+func isLocal(dir, path string) bool {
+	if running(dir) == 0 {
+		return false
+	}
+	a, err1 := os.Stat(path)
+	b, err2 := os.Stat(kubeconfig(dir))
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
 func runCommand(dir, assets string, argv []string) error {
 	if len(argv) == 0 {
 		return errors.New("run needs a command after --")
@@ -213,7 +224,7 @@ func runCommand(dir, assets string, argv []string) error {
 	env := os.Environ()
 	var stop func()
 	switch {
-	case os.Getenv("KUBECONFIG") != "":
+	case os.Getenv("KUBECONFIG") != "" && !isLocal(dir, os.Getenv("KUBECONFIG")):
 		fmt.Fprintf(os.Stderr, "using the cluster of KUBECONFIG=%s\n", os.Getenv("KUBECONFIG"))
 	case running(dir) != 0:
 		fmt.Fprintf(os.Stderr, "using the local control plane started by `make local-up` (%s)\n", kubeconfig(dir))
