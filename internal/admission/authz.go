@@ -198,11 +198,19 @@ func (a *Authorizer) denied(parent context.Context, user authenticationv1.UserIn
 // roles: what the role will grant once oria writes it); every other role is
 // read from the API server.
 func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, inline map[string][]rbacv1.PolicyRule) ([]Denial, error) {
-	perms := make([]Permission, len(grants))
+	boundEverywhere, err := a.bindableEverywhere(ctx, user, grants)
+	if err != nil {
+		return nil, err
+	}
+	perms := make([]Permission, 0, len(grants))
 	byPerm := make(map[Permission]binding.Grant, len(grants))
-	for i, g := range grants {
-		perms[i] = bindPermission(g.Role, g.Namespace)
-		byPerm[perms[i]] = g
+	for _, g := range grants {
+		if boundEverywhere[g.Role] {
+			continue
+		}
+		p := bindPermission(g.Role, g.Namespace)
+		perms = append(perms, p)
+		byPerm[p] = g
 	}
 	noBind, err := a.denied(ctx, user, perms, len(perms))
 	if err != nil {
@@ -246,6 +254,37 @@ func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserIn
 		}
 	}
 	return denials, nil
+}
+
+// bindableEverywhere returns the roles of grants bound in more than one
+// namespace that user may bind cluster-wide: one review then answers for
+// every namespace (a cluster-wide "bind" holds in each of them), which keeps
+// an instance listing many namespaces cheap to check.
+func (a *Authorizer) bindableEverywhere(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant) (map[string]bool, error) {
+	namespaces := map[string]int{}
+	for _, g := range grants {
+		if !g.ClusterWide() {
+			namespaces[g.Role]++
+		}
+	}
+	var perms []Permission
+	for role, n := range namespaces {
+		if n > 1 {
+			perms = append(perms, bindPermission(role, ""))
+		}
+	}
+	if len(perms) == 0 {
+		return nil, nil
+	}
+	denied, err := a.denied(ctx, user, perms, len(perms))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(perms))
+	for _, p := range perms {
+		out[p.Name] = !slices.Contains(denied, p)
+	}
+	return out, nil
 }
 
 // CheckBindAny returns the places (grants with an empty Role) where user may

@@ -53,8 +53,12 @@ func TestAuthorizer(t *testing.T) {
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "bind-secrets", Namespace: b}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, Verbs: []string{"bind"}, ResourceNames: []string{secretsReader}}}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bind-secrets", Namespace: b}, RoleRef: ref("Role", "bind-secrets"), Subjects: subject(user)},
-		// clusterUser reads pods everywhere, and /metrics.
+		// clusterUser reads pods everywhere, and /metrics, and may bind
+		// secretsReader everywhere.
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: clusterUser.Username}, RoleRef: ref("ClusterRole", podsReader), Subjects: subject(clusterUser)},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "bind-" + clusterUser.Username}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, Verbs: []string{"bind"}, ResourceNames: []string{secretsReader}}}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bind-" + clusterUser.Username}, RoleRef: ref("ClusterRole", "bind-"+clusterUser.Username), Subjects: subject(clusterUser)},
 	} {
 		require.NoError(t, admin.Create(ctx, o))
 		t.Cleanup(func() { _ = admin.Delete(ctx, o) })
@@ -81,6 +85,8 @@ func TestAuthorizer(t *testing.T) {
 		{name: "cluster-wide needs them cluster-wide, non-resource URLs too", user: user, grants: []binding.Grant{{Role: podsReader}},
 			want: []Denial{{Verb: "bind", Grant: binding.Grant{Role: podsReader}, Missing: []Permission{getPods, listPods, {Verb: "get", NonResourceURL: "/metrics"}}}}},
 		{name: "held cluster-wide", user: clusterUser, grants: []binding.Grant{{Role: podsReader}, {Role: podsReader, Namespace: b}}},
+		{name: "bind cluster-wide answers for every namespace", user: clusterUser,
+			grants: []binding.Grant{{Role: secretsReader, Namespace: a}, {Role: secretsReader, Namespace: b}, {Role: secretsReader}}},
 		{name: "bind by name where granted", user: user, grants: []binding.Grant{{Role: secretsReader, Namespace: b}}},
 		{name: "bind by name only there", user: user, grants: []binding.Grant{{Role: secretsReader, Namespace: a}},
 			want: []Denial{{Verb: "bind", Grant: binding.Grant{Role: secretsReader, Namespace: a}, Missing: missing(a, Permission{Verb: "get", Resource: "secrets"})}}},
