@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -205,9 +207,31 @@ func TestGuardRefusesEscalation(t *testing.T) {
 		a.User, a.Groups = "someone", []string{"system:authenticated"}
 		assert.False(t, can(t, a), "%s", a)
 	}
+	kubectlCanIAs(t, "no", bob, "*", "*", "")
+	kubectlCanIAs(t, "no", bob, "get", "secrets", other)
+	kubectlCanIAs(t, "no", bob, "create", "clusterrolebindings", "")
 	var rbs rbacv1.RoleBindingList
 	require.NoError(t, k8sClient.List(ctx, &rbs, client.InNamespace(other)))
 	for _, rb := range rbs.Items {
 		assert.NotEqual(t, oriav1alpha1.ManagedByValue, rb.Labels[oriav1alpha1.LabelManagedBy], "oria bound nothing in %s: %s", other, rb.Name)
 	}
+}
+
+// kubectlCanIAs runs `kubectl auth can-i VERB RESOURCE --as=USER` where
+// kubectl is installed (SubjectAccessReviews are the real check).
+func kubectlCanIAs(t *testing.T, want, user, verb, resource, ns string) {
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Log("kubectl not installed; SubjectAccessReviews cover this check")
+		return
+	}
+	args := []string{"--kubeconfig", cluster.Kubeconfig, "auth", "can-i", verb, resource, "--as=" + user}
+	if ns != "" {
+		args = append(args, "-n", ns)
+	} else {
+		args = append(args, "--all-namespaces")
+	}
+	out, _ := exec.Command(kubectl, args...).CombinedOutput()
+	assert.Equal(t, want, strings.TrimSpace(string(out)), "kubectl %s", strings.Join(args[2:], " "))
 }
