@@ -19,9 +19,9 @@ generate: ## Generate deepcopy code for api/.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt applyconfiguration:headerFile=hack/boilerplate.go.txt paths=./api/...
 
 .PHONY: manifests
-manifests: ## Generate CRDs (config/crd/bases) and oria's RBAC (config/rbac).
+manifests: ## Generate CRDs (config/crd/bases), oria's RBAC (config/rbac) and its webhook configuration (config/webhook).
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) rbac:roleName=oria-manager paths=./internal/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=oria-manager webhook paths=./internal/... output:rbac:artifacts:config=config/rbac output:webhook:artifacts:config=config/webhook
 
 .PHONY: fmt
 fmt: ## Run gofmt.

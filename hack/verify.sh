@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails when the tree is not as the tools would leave it: gofmt, go vet,
 # go mod tidy (main and tool modules), and generated code and manifests
-# (deepcopy, apply configurations, CRDs, RBAC). It compares content before
+# (deepcopy, apply configurations, CRDs, RBAC, webhook configuration). It compares content before
 # and after regeneration, so it works on a dirty tree too.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,7 +24,7 @@ for mod in . hack/tools/controlplane hack/tools/etcd hack/tools/controller-gen; 
   fi
 done
 
-generated=(api config/crd config/rbac)
+generated=(api config/crd config/rbac config/webhook)
 snapshot() { mkdir -p "${generated[@]}"; find "${generated[@]}" -type f -print0 | sort -z | xargs -0 sha256sum; }
 before="$(snapshot)"
 make --no-print-directory generate manifests >/dev/null

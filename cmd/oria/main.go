@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/admission"
 	"github.com/operator-framework/oria/internal/controller"
 	"github.com/operator-framework/oria/internal/manager"
 )
@@ -33,6 +35,10 @@ const (
 	// benchmark (docs/benchmarks.md) 4 workers converged 200 extensions at
 	// 1.5x the rate-limit floor, 8 at 1.05x.
 	defaultWorkers = 8
+	// defaultWebhookPort and defaultWebhookCertDir are controller-runtime's
+	// defaults, where config/default mounts the serving certificate.
+	defaultWebhookPort    = 9443
+	defaultWebhookCertDir = "/tmp/k8s-webhook-server/serving-certs"
 )
 
 // config is the parsed command line.
@@ -77,6 +83,10 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&cfg.opts.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&cfg.opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 disables them.")
 	fs.StringVar(&cfg.opts.PprofBindAddress, "pprof-bind-address", "", "Address of net/http/pprof; empty or 0 disables it.")
+	fs.IntVar(&cfg.opts.WebhookPort, "webhook-port", defaultWebhookPort,
+		"Port of the escalation guard, the validating webhook for oria's kinds; 0 disables it (only where its ValidatingWebhookConfiguration is not installed).")
+	fs.StringVar(&cfg.opts.WebhookHost, "webhook-host", "", "Address the escalation guard listens on; empty means every interface.")
+	fs.StringVar(&cfg.opts.WebhookCertDir, "webhook-cert-dir", defaultWebhookCertDir, "Directory with the escalation guard's serving certificate (tls.crt, tls.key).")
 	cfg.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -94,6 +104,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	if cfg.burst < 1 {
 		return nil, fmt.Errorf("invalid --kube-api-burst %d: must be at least 1", cfg.burst)
+	}
+	if cfg.opts.WebhookPort < 0 || cfg.opts.WebhookPort > 65535 {
+		return nil, fmt.Errorf("invalid --webhook-port %d: must be a port number, or 0 to disable the escalation guard", cfg.opts.WebhookPort)
 	}
 	if cfg.opts.MaxConcurrentReconciles < 1 {
 		return nil, fmt.Errorf("invalid --max-concurrent-reconciles %d: must be at least 1", cfg.opts.MaxConcurrentReconciles)
@@ -119,6 +132,9 @@ func run(cfg *config) error {
 	if cfg.opts.LeaderElection && cfg.opts.LeaderElectionNamespace == "" {
 		cfg.opts.LeaderElectionNamespace = podNamespace()
 	}
+	if err := checkServingCert(cfg.opts); err != nil {
+		return err
+	}
 	mgr, err := manager.New(restCfg, cfg.opts)
 	if err != nil {
 		return err
@@ -126,8 +142,30 @@ func run(cfg *config) error {
 	if err := controller.SetupAll(mgr, cfg.opts); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
-	ctrl.Log.Info("starting oria", "defaultRBACMode", cfg.opts.DefaultRBACMode, "qps", cfg.qps, "burst", cfg.burst)
+	if cfg.opts.WebhookPort != 0 {
+		if err := admission.Setup(mgr); err != nil {
+			return fmt.Errorf("setting up the escalation guard: %w", err)
+		}
+	}
+	ctrl.Log.Info("starting oria", "defaultRBACMode", cfg.opts.DefaultRBACMode, "qps", cfg.qps, "burst", cfg.burst,
+		"webhookPort", cfg.opts.WebhookPort, "webhookCertDir", cfg.opts.WebhookCertDir)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// checkServingCert explains a missing serving certificate up front, rather
+// than as a webhook server failing to start.
+func checkServingCert(opts manager.Options) error {
+	if opts.WebhookPort == 0 {
+		return nil
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if _, err := os.Stat(filepath.Join(opts.WebhookCertDir, f)); err != nil {
+			return fmt.Errorf("the escalation guard (--webhook-port=%d) needs its serving certificate in --webhook-cert-dir=%s: %w "+
+				"(config/default has cert-manager issue it; `make run` generates one; --webhook-port=0 disables the guard where its webhook configuration is not installed)",
+				opts.WebhookPort, opts.WebhookCertDir, err)
+		}
+	}
+	return nil
 }
 
 // podNamespace returns the namespace oria runs in, or kube-system when it

@@ -22,6 +22,24 @@ func TestParseFlagsDefaults(t *testing.T) {
 	if cfg.qps != defaultQPS || cfg.burst != defaultBurst {
 		t.Errorf("qps/burst = %v/%d, want %v/%d", cfg.qps, cfg.burst, defaultQPS, defaultBurst)
 	}
+	if cfg.opts.WebhookPort != defaultWebhookPort || cfg.opts.WebhookCertDir != defaultWebhookCertDir {
+		t.Errorf("the escalation guard is on by default: port %d, cert dir %q", cfg.opts.WebhookPort, cfg.opts.WebhookCertDir)
+	}
+}
+
+func TestCheckServingCert(t *testing.T) {
+	cfg, err := parseFlags([]string{"--webhook-cert-dir=" + t.TempDir()}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = checkServingCert(cfg.opts)
+	if err == nil || !strings.Contains(err.Error(), "the escalation guard (--webhook-port=9443) needs its serving certificate") {
+		t.Errorf("missing certificate: %v", err)
+	}
+	cfg.opts.WebhookPort = 0
+	if err := checkServingCert(cfg.opts); err != nil {
+		t.Errorf("with the guard off no certificate is needed: %v", err)
+	}
 }
 
 func TestParseFlagsValid(t *testing.T) {
@@ -47,6 +65,7 @@ func TestParseFlagsInvalid(t *testing.T) {
 		{[]string{"--kube-api-qps=-3"}, "invalid --kube-api-qps"},
 		{[]string{"--kube-api-burst=0"}, "invalid --kube-api-burst 0"},
 		{[]string{"--max-concurrent-reconciles=0"}, "invalid --max-concurrent-reconciles 0"},
+		{[]string{"--webhook-port=-1"}, "invalid --webhook-port -1: must be a port number, or 0 to disable the escalation guard"},
 		{[]string{"--kube-api-burst=lots"}, "invalid value"},
 		{[]string{"--no-such-flag"}, "flag provided but not defined"},
 		{[]string{"extra"}, "unexpected arguments: extra"},

@@ -5,8 +5,10 @@
 //	localcluster down  --dir D                stop it and remove its state
 //	localcluster serve --dir D [--assets A]   run in the foreground until signalled
 //	localcluster run   --dir D [--assets A] -- CMD [ARGS]
-//	    run CMD with KUBECONFIG pointing at the cluster; with $KUBECONFIG already
-//	    set, CMD runs against that cluster and no local control plane starts.
+//	    run CMD with KUBECONFIG pointing at the cluster, and the flags that make
+//	    oria serve the cluster's escalation guard (--webhook-host, --webhook-port,
+//	    --webhook-cert-dir) appended to ARGS; with $KUBECONFIG already set, CMD
+//	    runs against that cluster as given and no local control plane starts.
 //	    A cluster started with `up` is reused and left running; otherwise the
 //	    cluster is started for CMD and stopped when CMD exits (Ctrl-C stops both).
 package main
@@ -72,6 +74,10 @@ func readyFile(dir string) string  { return filepath.Join(dir, "ready") }
 func kubeconfig(dir string) string { return filepath.Join(dir, "kubeconfig") }
 func logFile(dir string) string    { return filepath.Join(dir, "localcluster.log") }
 func kcmLogFile(dir string) string { return filepath.Join(dir, "kube-controller-manager.log") }
+
+// oriaFlagsFile holds, one a line, the flags oria needs to serve the
+// escalation guard of the cluster running in dir.
+func oriaFlagsFile(dir string) string { return filepath.Join(dir, "oria-flags") }
 
 // running returns the pid of a live `serve` process for dir, or 0.
 func running(dir string) int {
@@ -161,7 +167,7 @@ func start(ctx context.Context, dir, assets string) (*localcluster.Cluster, func
 		return nil, nil, err
 	}
 	fmt.Fprintln(os.Stderr, "starting local control plane (etcd, kube-apiserver, kube-controller-manager) ...")
-	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, AssetsDir: assets, ControllerManager: true, Log: kcmLog})
+	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, AssetsDir: assets, ControllerManager: true, Log: kcmLog, Webhook: true})
 	if err != nil {
 		kcmLog.Close()
 		return nil, nil, err
@@ -178,8 +184,12 @@ func start(ctx context.Context, dir, assets string) (*localcluster.Cluster, func
 func serve(dir, assets string) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	_, stop, err := start(ctx, dir, assets)
+	c, stop, err := start(ctx, dir, assets)
 	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(oriaFlagsFile(dir), []byte(strings.Join(c.OriaFlags(), "\n")+"\n"), 0o644); err != nil {
+		stop()
 		return err
 	}
 	if err := os.WriteFile(pidFile(dir), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
@@ -196,6 +206,17 @@ func serve(dir, assets string) error {
 	return nil
 }
 
+// isLocal reports whether path is the kubeconfig of the local control plane
+// running in dir (what `make local-up` tells users to export).
+func isLocal(dir, path string) bool {
+	if running(dir) == 0 {
+		return false
+	}
+	a, err1 := os.Stat(path)
+	b, err2 := os.Stat(kubeconfig(dir))
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
 func runCommand(dir, assets string, argv []string) error {
 	if len(argv) == 0 {
 		return errors.New("run needs a command after --")
@@ -203,14 +224,19 @@ func runCommand(dir, assets string, argv []string) error {
 	env := os.Environ()
 	var stop func()
 	switch {
-	case os.Getenv("KUBECONFIG") != "":
+	case os.Getenv("KUBECONFIG") != "" && !isLocal(dir, os.Getenv("KUBECONFIG")):
 		fmt.Fprintf(os.Stderr, "using the cluster of KUBECONFIG=%s\n", os.Getenv("KUBECONFIG"))
 	case running(dir) != 0:
 		fmt.Fprintf(os.Stderr, "using the local control plane started by `make local-up` (%s)\n", kubeconfig(dir))
 		env = append(env, "KUBECONFIG="+kubeconfig(dir))
+		b, err := os.ReadFile(oriaFlagsFile(dir))
+		if err != nil {
+			return fmt.Errorf("reading the escalation guard's flags (restart with make local-down local-up): %w", err)
+		}
+		argv = append(argv, strings.Fields(string(b))...)
 	default:
 		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		_, s, err := start(ctx, dir, assets)
+		c, s, err := start(ctx, dir, assets)
 		cancel()
 		if err != nil {
 			return err
@@ -218,6 +244,7 @@ func runCommand(dir, assets string, argv []string) error {
 		stop = func() { s(); _ = os.RemoveAll(dir) }
 		fmt.Fprintf(os.Stderr, "local control plane ready; in another terminal: export KUBECONFIG=%s\n", kubeconfig(dir))
 		env = append(env, "KUBECONFIG="+kubeconfig(dir))
+		argv = append(argv, c.OriaFlags()...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
@@ -46,6 +47,15 @@ type Options struct {
 	LeaderElection bool
 	// LeaderElectionNamespace holds the leader election Lease.
 	LeaderElectionNamespace string
+	// WebhookPort serves the escalation guard (internal/admission); 0
+	// disables it.
+	WebhookPort int
+	// WebhookHost is the address the guard listens on; "" means every
+	// interface.
+	WebhookHost string
+	// WebhookCertDir holds the guard's serving certificate, tls.crt and
+	// tls.key.
+	WebhookCertDir string
 }
 
 // Scheme returns a scheme with every type oria reads or writes.
@@ -115,8 +125,13 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	var webhookServer webhook.Server
+	if opts.WebhookPort != 0 {
+		webhookServer = webhook.NewServer(webhook.Options{Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir})
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
+		WebhookServer:                 webhookServer,
 		Cache:                         CacheOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
@@ -134,6 +149,13 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding readyz check: %w", err)
+	}
+	if webhookServer != nil {
+		// Ready only once the escalation guard serves: until then every
+		// write of an oria object is refused (the webhook fails closed).
+		if err := mgr.AddReadyzCheck("webhook", webhookServer.StartedChecker()); err != nil {
+			return nil, fmt.Errorf("adding webhook readyz check: %w", err)
+		}
 	}
 	return mgr, nil
 }

@@ -182,7 +182,9 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 		return err
 	}
 	logf("starting the local control plane")
-	cluster, err := localcluster.Start(ctx, localcluster.Options{})
+	// The escalation guard is on, as in a real cluster: every write of an
+	// oria object (the benchmark's and oria's own) goes through it.
+	cluster, err := localcluster.Start(ctx, localcluster.Options{Webhook: true})
 	if err != nil {
 		return fmt.Errorf("starting the control plane: %w", err)
 	}
@@ -205,7 +207,7 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 
 	args := append([]string{
 		fmt.Sprintf("--kube-api-qps=%g", cfg.qps), fmt.Sprintf("--kube-api-burst=%d", cfg.burst),
-	}, cfg.oriaArgs...)
+	}, append(cluster.OriaFlags(), cfg.oriaArgs...)...)
 	logPath := filepath.Join(cfg.outDir, "oria.log")
 	logf("starting %s %s (log: %s)", cfg.oriaBin, strings.Join(args, " "), logPath)
 	oria, err := startOria(ctx, cfg, cluster.Kubeconfig, logPath, args...)

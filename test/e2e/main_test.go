@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,8 @@ var (
 	k8sClient client.Client
 	// oria is the running oria process.
 	oria *oriaproc.Process
+	// oriaBin and oriaLog are the binary and log of oria, to restart it.
+	oriaBin, oriaLog string
 )
 
 // oriaArgs are the flags the e2e suite runs oria with. The default mode is
@@ -77,7 +80,10 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer kcmLog.Close()
-	cluster, err = localcluster.Start(ctx, localcluster.Options{ControllerManager: true, Log: kcmLog})
+	// The escalation guard is installed as in a real cluster (failurePolicy
+	// Fail): every write of an oria object, the tests' and oria's own, goes
+	// through it.
+	cluster, err = localcluster.Start(ctx, localcluster.Options{ControllerManager: true, Log: kcmLog, Webhook: true})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting local control plane: %v\n", err)
 		return 1
@@ -92,7 +98,8 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 
-	oria, err = oriaproc.Start(ctx, bin, cluster.Kubeconfig, filepath.Join(tmp, "oria.log"), oriaArgs...)
+	oriaBin, oriaLog = bin, filepath.Join(tmp, "oria.log")
+	oria, err = startOria(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting oria: %v\n", err)
 		tail(filepath.Join(tmp, "oria.log"), 50)
@@ -104,6 +111,12 @@ func runMain(m *testing.M) int {
 		tail(oria.LogPath, 200)
 	}
 	return code
+}
+
+// startOria starts the oria binary with oriaArgs and the flags that make it
+// serve the cluster's escalation guard.
+func startOria(ctx context.Context) (*oriaproc.Process, error) {
+	return oriaproc.Start(ctx, oriaBin, cluster.Kubeconfig, oriaLog, append(slices.Clone(oriaArgs), cluster.OriaFlags()...)...)
 }
 
 func httpGet(url string) (int, string) {

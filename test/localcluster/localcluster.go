@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,6 +36,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 )
 
 // OperatorControllerModule is the Go module that ships the ClusterExtension
@@ -72,6 +74,25 @@ type Options struct {
 	ExtraCRDPaths []string
 	// Log receives the output of kube-controller-manager; nil discards it.
 	Log io.Writer
+	// Webhook installs oria's escalation guard (the ValidatingWebhookConfiguration
+	// of config/webhook/manifests.yaml, failurePolicy Fail) pointing at
+	// https://127.0.0.1:<free port>, with a CA and serving certificate
+	// generated for it. oria must then run with OriaFlags(); until it
+	// serves, every write of an oria object is refused.
+	Webhook bool
+}
+
+// WebhookConfigurationName is the name of the ValidatingWebhookConfiguration
+// holding the escalation guard (locally and in config/default).
+const WebhookConfigurationName = "oria-escalation-guard"
+
+// Webhook is where the local control plane calls oria's escalation guard.
+type Webhook struct {
+	// Host and Port are the address the API server calls.
+	Host string
+	Port int
+	// CertDir holds tls.crt and tls.key, the serving certificate for Host.
+	CertDir string
 }
 
 // Cluster is a running local control plane.
@@ -82,6 +103,9 @@ type Cluster struct {
 	Kubeconfig string
 	// Dir is the state directory.
 	Dir string
+
+	// Webhook is set when the escalation guard is installed.
+	Webhook *Webhook
 
 	env     *envtest.Environment
 	kcm     *exec.Cmd
@@ -165,7 +189,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 			_ = c.Stop()
 		}
 	}()
-	for _, sub := range []string{"certs", "etcd", "kcm"} {
+	for _, sub := range []string{"certs", "etcd", "kcm", "webhook"} {
 		// State from an earlier run that did not stop cleanly would mix
 		// certificates and data of two clusters: start fresh.
 		_ = os.RemoveAll(filepath.Join(c.Dir, sub))
@@ -187,6 +211,13 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
+	if opts.Webhook {
+		hooks, err := webhookConfigurations()
+		if err != nil {
+			return nil, err
+		}
+		c.env.WebhookInstallOptions = envtest.WebhookInstallOptions{ValidatingWebhooks: hooks, LocalServingHost: "127.0.0.1"}
+	}
 	api := c.env.ControlPlane.GetAPIServer()
 	api.CertDir = filepath.Join(c.Dir, "certs")
 	c.env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(c.Dir, "etcd")}
@@ -207,12 +238,68 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		return nil, err
 	}
 
+	if opts.Webhook {
+		if err := c.keepServingCert(); err != nil {
+			return nil, err
+		}
+	}
 	if opts.ControllerManager {
 		if err := c.startControllerManager(ctx, assets, opts.Log); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// webhookConfigurations reads the generated webhook configuration
+// (config/webhook/manifests.yaml) and names it as config/default does.
+func webhookConfigurations() ([]*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	path := filepath.Join(RepoRoot(), "config", "webhook", "manifests.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the webhook configuration: %w", err)
+	}
+	hook := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := yaml.Unmarshal(b, hook); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", path, err)
+	}
+	hook.Name = WebhookConfigurationName
+	return []*admissionregistrationv1.ValidatingWebhookConfiguration{hook}, nil
+}
+
+// keepServingCert copies the serving certificate envtest generated (in a
+// directory of its own, removed when it stops) into the state directory,
+// where oria reads it.
+func (c *Cluster) keepServingCert() error {
+	w := c.env.WebhookInstallOptions
+	dir := filepath.Join(c.Dir, "webhook")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		b, err := os.ReadFile(filepath.Join(w.LocalServingCertDir, f))
+		if err != nil {
+			return fmt.Errorf("reading the webhook serving certificate: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			return err
+		}
+	}
+	c.Webhook = &Webhook{Host: w.LocalServingHost, Port: w.LocalServingPort, CertDir: dir}
+	return nil
+}
+
+// OriaFlags are the flags oria needs to serve this cluster's escalation
+// guard; without one installed, the flag that turns the guard off.
+func (c *Cluster) OriaFlags() []string {
+	if c.Webhook == nil {
+		return []string{"--webhook-port=0"}
+	}
+	return []string{
+		"--webhook-host=" + c.Webhook.Host,
+		"--webhook-port=" + strconv.Itoa(c.Webhook.Port),
+		"--webhook-cert-dir=" + c.Webhook.CertDir,
+	}
 }
 
 // WriteKubeconfig writes cfg (certificate authentication) as a kubeconfig.

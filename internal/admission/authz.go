@@ -1,0 +1,354 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/operator-framework/oria/internal/binding"
+)
+
+// Defaults of the Authorizer's limits.
+const (
+	// DefaultParallelism is the number of SubjectAccessReviews in flight for
+	// one admission request.
+	DefaultParallelism = 8
+	// DefaultMaxMissing is how many missing permissions are looked for (and
+	// named) per role before giving up on it.
+	DefaultMaxMissing = 5
+	// DefaultMaxDenials is how many refused grants are looked for (and
+	// named) per request before refusing.
+	DefaultMaxDenials = 3
+	// DefaultMaxPermissions is the most permissions of one role checked one
+	// by one; a role granting more can only be bound with "bind".
+	DefaultMaxPermissions = 2000
+)
+
+// Authorizer answers, with SubjectAccessReviews against the API server's
+// own authorizer, whether a user may create a role or a binding themselves,
+// by Kubernetes' rule against privilege escalation:
+//
+//   - a binding to a ClusterRole in a namespace (or cluster-wide) needs
+//     "bind" on that ClusterRole there, or every permission the role grants
+//     there;
+//   - a ClusterRole needs "escalate" on it, or every permission it grants,
+//     cluster-wide.
+type Authorizer struct {
+	// Client creates SubjectAccessReviews.
+	Client client.Client
+	// Reader reads ClusterRoles (the API server, not a cache: oria caches
+	// only the roles it generated).
+	Reader client.Reader
+
+	Parallelism    int
+	MaxMissing     int
+	MaxDenials     int
+	MaxPermissions int
+}
+
+// Denial is one thing the user may not do.
+type Denial struct {
+	// Verb is "bind" (a grant) or "escalate" (an inline role).
+	Verb string
+	// Grant is the refused binding; for "escalate", Grant.Role is the role
+	// and Namespace is "".
+	Grant binding.Grant
+	// Missing are permissions of the role the user does not hold (at most
+	// MaxMissing).
+	Missing []Permission
+	// Absent is true when the role does not exist: only "bind" can allow
+	// binding it.
+	Absent bool
+	// TooLarge is true when the role grants more than MaxPermissions.
+	TooLarge bool
+	// More is true when the search for missing permissions stopped at
+	// MaxMissing: there may be others.
+	More bool
+}
+
+// Message says what is missing, in the style of the API server's own
+// refusal of an escalating binding.
+func (d Denial) Message(user string) string {
+	g := d.Grant
+	var b strings.Builder
+	if d.Verb == "escalate" {
+		fmt.Fprintf(&b, "user %q may not create ClusterRole %q with these rules: needs %q on clusterroles/%s, or every permission it grants cluster-wide", user, g.Role, "escalate", g.Role)
+	} else {
+		fmt.Fprintf(&b, "user %q may not bind ClusterRole %q %s: needs %q on clusterroles/%s %s", user, g.Role, g.Where(), "bind", g.Role, there(g))
+		if !d.Absent {
+			b.WriteString(", or every permission it grants")
+		}
+	}
+	switch {
+	case d.Absent:
+		b.WriteString(" (the ClusterRole does not exist yet, so only \"bind\" allows binding it)")
+	case d.TooLarge:
+		b.WriteString(" (it grants too many permissions to check one by one)")
+	case len(d.Missing) > 0:
+		missing := make([]string, len(d.Missing))
+		for i, p := range d.Missing {
+			missing[i] = p.String()
+		}
+		fmt.Fprintf(&b, " (missing: %s", strings.Join(missing, ", "))
+		if d.More {
+			b.WriteString(", ...")
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+func there(g binding.Grant) string {
+	if g.ClusterWide() {
+		return "cluster-wide"
+	}
+	return "there"
+}
+
+func (a *Authorizer) parallelism() int { return orDefault(a.Parallelism, DefaultParallelism) }
+
+func orDefault(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// Allowed asks whether user holds p.
+func (a *Authorizer) Allowed(ctx context.Context, user authenticationv1.UserInfo, p Permission) (bool, error) {
+	sar := SubjectAccessReview(user, p)
+	if err := a.Client.Create(ctx, sar); err != nil {
+		return false, fmt.Errorf("SubjectAccessReview for %s: %w", p, err)
+	}
+	return sar.Status.Allowed, nil
+}
+
+// Unrestricted reports whether user may bind and escalate every ClusterRole
+// cluster-wide (cluster admins, and oria itself): such a user passes every
+// check, so nothing else needs to be asked.
+func (a *Authorizer) Unrestricted(ctx context.Context, user authenticationv1.UserInfo) (bool, error) {
+	denied, err := a.denied(ctx, user, []Permission{bindPermission("", ""), escalatePermission("")}, 1)
+	return len(denied) == 0, err
+}
+
+// denied returns the permissions of perms that user does not hold, asking
+// up to Parallelism at once and stopping once limit are found.
+func (a *Authorizer) denied(parent context.Context, user authenticationv1.UserInfo, perms []Permission, limit int) ([]Permission, error) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		out    []Permission
+		errs   []error
+		wg     sync.WaitGroup
+		tokens = make(chan struct{}, a.parallelism())
+	)
+	for _, p := range perms {
+		select {
+		case tokens <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-tokens; wg.Done() }()
+			ok, err := a.Allowed(ctx, user, p)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil && ctx.Err() == nil:
+				errs = append(errs, err)
+				cancel()
+			case err == nil && !ok:
+				out = append(out, p)
+				if len(out) >= limit {
+					cancel()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if err := parent.Err(); err != nil {
+		// Cut short from outside (the request's deadline): what was not
+		// asked is not known to be allowed.
+		return nil, fmt.Errorf("checking %d permissions: %w", len(perms), err)
+	}
+	slices.SortFunc(out, comparePermissions)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// CheckBind returns the grants user may not create, at most MaxDenials.
+// inline holds the rules of roles oria writes itself (a template's inline
+// roles: what the role will grant once oria writes it); every other role is
+// read from the API server.
+func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, inline map[string][]rbacv1.PolicyRule) ([]Denial, error) {
+	boundEverywhere, err := a.bindableEverywhere(ctx, user, grants)
+	if err != nil {
+		return nil, err
+	}
+	perms := make([]Permission, 0, len(grants))
+	byPerm := make(map[Permission]binding.Grant, len(grants))
+	for _, g := range grants {
+		if boundEverywhere[g.Role] {
+			continue
+		}
+		p := bindPermission(g.Role, g.Namespace)
+		perms = append(perms, p)
+		byPerm[p] = g
+	}
+	noBind, err := a.denied(ctx, user, perms, len(perms))
+	if err != nil {
+		return nil, err
+	}
+	var denials []Denial
+	roles := map[string]*rbacv1.ClusterRole{}
+	for _, p := range noBind {
+		g := byPerm[p]
+		rules, ok := inline[g.Role]
+		if !ok {
+			cr, found := roles[g.Role]
+			if !found {
+				cr = &rbacv1.ClusterRole{}
+				if err := a.Reader.Get(ctx, client.ObjectKey{Name: g.Role}, cr); err != nil {
+					if !apierrors.IsNotFound(err) {
+						return nil, fmt.Errorf("reading ClusterRole %q: %w", g.Role, err)
+					}
+					cr = nil
+				}
+				roles[g.Role] = cr
+			}
+			if cr == nil {
+				denials = append(denials, Denial{Verb: "bind", Grant: g, Absent: true})
+				if len(denials) >= orDefault(a.MaxDenials, DefaultMaxDenials) {
+					break
+				}
+				continue
+			}
+			rules = cr.Rules
+		}
+		d, err := a.holds(ctx, user, "bind", g, rules)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			denials = append(denials, *d)
+			if len(denials) >= orDefault(a.MaxDenials, DefaultMaxDenials) {
+				break
+			}
+		}
+	}
+	return denials, nil
+}
+
+// bindableEverywhere returns the roles of grants bound in more than one
+// namespace that user may bind cluster-wide: one review then answers for
+// every namespace (a cluster-wide "bind" holds in each of them), which keeps
+// an instance listing many namespaces cheap to check.
+func (a *Authorizer) bindableEverywhere(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant) (map[string]bool, error) {
+	namespaces := map[string]int{}
+	for _, g := range grants {
+		if !g.ClusterWide() {
+			namespaces[g.Role]++
+		}
+	}
+	var perms []Permission
+	for role, n := range namespaces {
+		if n > 1 {
+			perms = append(perms, bindPermission(role, ""))
+		}
+	}
+	if len(perms) == 0 {
+		return nil, nil
+	}
+	denied, err := a.denied(ctx, user, perms, len(perms))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(perms))
+	for _, p := range perms {
+		out[p.Name] = !slices.Contains(denied, p)
+	}
+	return out, nil
+}
+
+// CheckBindAny returns the places (grants with an empty Role) where user may
+// not bind every ClusterRole: what binding roles that are not known yet
+// needs.
+func (a *Authorizer) CheckBindAny(ctx context.Context, user authenticationv1.UserInfo, places []binding.Grant) ([]binding.Grant, error) {
+	perms := make([]Permission, len(places))
+	for i, p := range places {
+		perms[i] = bindPermission("", p.Namespace)
+	}
+	denied, err := a.denied(ctx, user, perms, orDefault(a.MaxDenials, DefaultMaxDenials))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]binding.Grant, len(denied))
+	for i, p := range denied {
+		out[i] = binding.Grant{Namespace: p.Namespace}
+	}
+	return out, nil
+}
+
+// CheckEscalate returns the inline roles user may not create, at most
+// MaxDenials: roles maps each role name to its rules.
+func (a *Authorizer) CheckEscalate(ctx context.Context, user authenticationv1.UserInfo, roles map[string][]rbacv1.PolicyRule) ([]Denial, error) {
+	names := make([]string, 0, len(roles))
+	perms := make([]Permission, 0, len(roles))
+	for name := range roles {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		perms = append(perms, escalatePermission(name))
+	}
+	noEscalate, err := a.denied(ctx, user, perms, len(perms))
+	if err != nil {
+		return nil, err
+	}
+	var denials []Denial
+	for _, p := range noEscalate {
+		d, err := a.holds(ctx, user, "escalate", binding.Grant{Role: p.Name}, roles[p.Name])
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			denials = append(denials, *d)
+			if len(denials) >= orDefault(a.MaxDenials, DefaultMaxDenials) {
+				break
+			}
+		}
+	}
+	return denials, nil
+}
+
+// holds returns nil when user holds every permission rules grant where g
+// binds, else the denial naming what is missing.
+func (a *Authorizer) holds(ctx context.Context, user authenticationv1.UserInfo, verb string, g binding.Grant, rules []rbacv1.PolicyRule) (*Denial, error) {
+	perms := Expand(rules, g.Namespace)
+	if len(perms) > orDefault(a.MaxPermissions, DefaultMaxPermissions) {
+		return &Denial{Verb: verb, Grant: g, TooLarge: true}, nil
+	}
+	limit := orDefault(a.MaxMissing, DefaultMaxMissing)
+	missing, err := a.denied(ctx, user, perms, limit)
+	if err != nil || len(missing) == 0 {
+		return nil, err
+	}
+	return &Denial{Verb: verb, Grant: g, Missing: missing, More: len(missing) >= limit}, nil
+}

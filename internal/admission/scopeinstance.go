@@ -1,0 +1,47 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+)
+
+// checkInstance checks a ScopeInstance create or spec update: for every role
+// of its template, the user must be allowed to bind it wherever the instance
+// binds (each listed namespace; cluster-wide for a selector or no
+// namespaces), by "bind" or by holding its permissions there. The whole new
+// spec is checked, as the API server checks a whole role on update: a
+// widened selector or a new namespace is refused even if the instance was
+// written by an admin.
+//
+// A template that does not exist yet could be created later with any roles
+// (by an admin, whose change is not checked against this user), so naming
+// one needs "bind" on every ClusterRole wherever the instance binds, as
+// Kubernetes requires "bind" to bind a role that does not exist.
+func (g *Guard) checkInstance(ctx context.Context, user authenticationv1.UserInfo, si *oriav1alpha1.ScopeInstance) ([]string, error) {
+	t := &oriav1alpha1.ScopeTemplate{}
+	if err := g.Reader.Get(ctx, client.ObjectKey{Name: si.Spec.ScopeTemplateName}, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			denied, err := g.Authorizer.CheckBindAny(ctx, user, binding.InstanceGrants(si.Spec, []string{""}))
+			out := make([]string, len(denied))
+			for i, d := range denied {
+				out[i] = fmt.Sprintf("user %q may not bind the roles of ScopeTemplate %q, which does not exist yet, %s: needs %q on every ClusterRole %s (create the template first)",
+					user.Username, si.Spec.ScopeTemplateName, d.Where(), "bind", there(d))
+			}
+			return out, err
+		}
+		return nil, fmt.Errorf("reading ScopeTemplate %q: %w", si.Spec.ScopeTemplateName, err)
+	}
+	roles := binding.Roles(t)
+	denials, err := g.Authorizer.CheckBind(ctx, user, binding.InstanceGrants(si.Spec, binding.RoleNames(roles)), InlineRules(roles))
+	if err != nil {
+		return nil, err
+	}
+	return messages(user, denials), nil
+}

@@ -1,0 +1,178 @@
+// Package admission is oria's escalation guard: a validating admission
+// webhook that admits a change to a ScopeTemplate, ScopeInstance or
+// RBACPolicy only if the user making it could create the resulting roles
+// and bindings themselves, by Kubernetes' own rule against privilege
+// escalation ("bind" on the role where it is bound or every permission it
+// grants there; "escalate" or every permission to write a role). oria holds
+// bind and escalate on every ClusterRole; without the guard anyone allowed to
+// write oria's objects would hold them too.
+//
+// What an object grants, and where, comes from the same pure functions the
+// controllers use: binding.Roles and binding.InstanceGrants for the binding
+// layer, rbacpolicy.Compile for policies. The checks are
+// SubjectAccessReviews for the requester's user info (Authorizer).
+package admission
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+)
+
+// Path is the URL path the guard is served at.
+const Path = "/validate-oria-operatorframework-io-v1alpha1"
+
+// WebhookName is the webhook's name in the ValidatingWebhookConfiguration.
+// The API server quotes it in every refusal, including "failed calling
+// webhook" when oria is not running, so it says what refuses.
+const WebhookName = "escalation-guard.oria.operatorframework.io"
+
+// checkTimeout bounds the checks of one request; the webhook's own timeout
+// (timeoutSeconds in the marker below) is longer, so a slow check ends in
+// an explained refusal rather than the API server's timeout.
+const checkTimeout = 12 * time.Second
+
+// The webhook configuration is generated from this marker into
+// config/webhook/manifests.yaml (make manifests).
+// +kubebuilder:webhook:path=/validate-oria-operatorframework-io-v1alpha1,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,groups=oria.operatorframework.io,resources=scopetemplates;scopeinstances;rbacpolicies,verbs=create;update,versions=v1alpha1,name=escalation-guard.oria.operatorframework.io,admissionReviewVersions=v1,timeoutSeconds=15
+
+// The guard asks the API server's authorizer about the requester, and reads
+// the roles, templates, instances and CRDs an object refers to.
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get
+// +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopetemplates;scopeinstances,verbs=get;list
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list
+
+// Guard is the admission handler for the three oria kinds.
+type Guard struct {
+	// Authorizer runs the SubjectAccessReviews.
+	Authorizer *Authorizer
+	// Reader reads what an object refers to from the API server (not a
+	// cache: a check must see the instance created a moment ago).
+	Reader client.Reader
+
+	decoder admission.Decoder
+}
+
+// New returns a guard that creates SubjectAccessReviews with c and reads
+// from reader.
+func New(c client.Client, reader client.Reader, scheme *runtime.Scheme) *Guard {
+	return &Guard{
+		Authorizer: &Authorizer{Client: c, Reader: reader},
+		Reader:     reader,
+		decoder:    admission.NewDecoder(scheme),
+	}
+}
+
+// Setup registers the guard on mgr's webhook server at Path.
+func Setup(mgr ctrl.Manager) error {
+	g := New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())
+	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: g})
+	return nil
+}
+
+// Handle admits or refuses one request.
+func (g *Guard) Handle(ctx context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	if req.SubResource != "" {
+		return admission.Allowed("only the spec is checked")
+	}
+	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	defer cancel()
+	problems, err := g.check(ctx, req)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "escalation check failed", "kind", req.Kind.Kind, "name", req.Name, "user", req.UserInfo.Username)
+		return admission.Errored(http.StatusInternalServerError,
+			fmt.Errorf("oria: could not check that user %q may grant what this %s grants, so it is refused: %w", req.UserInfo.Username, req.Kind.Kind, err))
+	}
+	if len(problems) > 0 {
+		return admission.Denied("oria: " + strings.Join(problems, "; "))
+	}
+	return admission.Allowed("")
+}
+
+// check decodes the object (and the old one on update) and returns what the
+// requester may not do.
+func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, error) {
+	user := req.UserInfo
+	switch req.Kind.Kind {
+	case "ScopeTemplate":
+		obj, old := &oriav1alpha1.ScopeTemplate{}, &oriav1alpha1.ScopeTemplate{}
+		if skip, err := g.decode(req, obj, old, func() bool { return equality.Semantic.DeepEqual(obj.Spec, old.Spec) }); skip || err != nil {
+			return nil, err
+		}
+		return g.gate(ctx, user, func() ([]string, error) { return g.checkTemplate(ctx, user, oldOrNil(req, old), obj) })
+	case "ScopeInstance":
+		obj, old := &oriav1alpha1.ScopeInstance{}, &oriav1alpha1.ScopeInstance{}
+		if skip, err := g.decode(req, obj, old, func() bool { return equality.Semantic.DeepEqual(obj.Spec, old.Spec) }); skip || err != nil {
+			return nil, err
+		}
+		return g.gate(ctx, user, func() ([]string, error) { return g.checkInstance(ctx, user, obj) })
+	case "RBACPolicy":
+		obj, old := &oriav1alpha1.RBACPolicy{}, &oriav1alpha1.RBACPolicy{}
+		if skip, err := g.decode(req, obj, old, func() bool { return equality.Semantic.DeepEqual(obj.Spec, old.Spec) }); skip || err != nil {
+			return nil, err
+		}
+		return g.gate(ctx, user, func() ([]string, error) { return g.checkPolicy(ctx, user, obj) })
+	default:
+		// Not one of oria's kinds: the webhook configuration does not send
+		// them; admit rather than guess.
+		return nil, nil
+	}
+}
+
+// decode fills obj (and old on update) and reports whether the request can
+// be admitted without a check: an update that leaves the spec alone
+// (labels, annotations, finalizers, ownerReferences) grants nothing new.
+func (g *Guard) decode(req admission.Request, obj, old runtime.Object, specEqual func() bool) (bool, error) {
+	if err := g.decoder.DecodeRaw(req.Object, obj); err != nil {
+		return false, fmt.Errorf("decoding %s: %w", req.Kind.Kind, err)
+	}
+	if req.Operation != admissionv1.Update {
+		return false, nil
+	}
+	if err := g.decoder.DecodeRaw(req.OldObject, old); err != nil {
+		return false, fmt.Errorf("decoding the old %s: %w", req.Kind.Kind, err)
+	}
+	return specEqual(), nil
+}
+
+func oldOrNil(req admission.Request, old *oriav1alpha1.ScopeTemplate) *oriav1alpha1.ScopeTemplate {
+	if req.Operation == admissionv1.Update {
+		return old
+	}
+	return nil
+}
+
+// gate runs check unless user may bind and escalate every ClusterRole
+// cluster-wide (cluster admins, oria itself), who passes every check.
+func (g *Guard) gate(ctx context.Context, user authenticationv1.UserInfo, check func() ([]string, error)) ([]string, error) {
+	ok, err := g.Authorizer.Unrestricted(ctx, user)
+	if err != nil || ok {
+		return nil, err
+	}
+	return check()
+}
+
+// messages formats denials for user.
+func messages(user authenticationv1.UserInfo, denials []Denial) []string {
+	out := make([]string, len(denials))
+	for i, d := range denials {
+		out[i] = d.Message(user.Username)
+	}
+	return out
+}
