@@ -22,7 +22,13 @@ import (
 // extension, including those a later version adds, whose roles nobody can
 // name today: that needs "bind" on every ClusterRole wherever the policy
 // binds, on top of the roles of the APIs the extension has now.
+//
+// A policy with a serviceAccount is checked by checkServiceAccount instead
+// (see checkInstance).
 func (g *Guard) checkPolicy(ctx context.Context, user authenticationv1.UserInfo, p *oriav1alpha1.RBACPolicy) ([]string, error) {
+	if sa := p.Spec.ServiceAccount; sa != nil {
+		return g.checkServiceAccount(ctx, user, *sa)
+	}
 	crds, err := g.policyAPIs(ctx, p)
 	if err != nil {
 		return nil, err

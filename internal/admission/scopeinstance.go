@@ -24,7 +24,13 @@ import (
 // (by an admin, whose change is not checked against this user), so naming
 // one needs "bind" on every ClusterRole wherever the instance binds, as
 // Kubernetes requires "bind" to bind a role that does not exist.
+//
+// An instance with a serviceAccount is checked by checkServiceAccount
+// instead: its grants are capped by that ServiceAccount at write time.
 func (g *Guard) checkInstance(ctx context.Context, user authenticationv1.UserInfo, si *oriav1alpha1.ScopeInstance) ([]string, error) {
+	if sa := si.Spec.ServiceAccount; sa != nil {
+		return g.checkServiceAccount(ctx, user, *sa)
+	}
 	t := &oriav1alpha1.ScopeTemplate{}
 	if err := g.Reader.Get(ctx, client.ObjectKey{Name: si.Spec.ScopeTemplateName}, t); err != nil {
 		if apierrors.IsNotFound(err) {

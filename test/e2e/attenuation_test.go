@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/testutil"
+)
+
+// recheck bounds the wait for oria to retry a refused binding (it looks
+// again every 30 s).
+const recheck = 75 * time.Second
+
+// ceiling creates the ServiceAccount ns/name and, in each of namespaces, a
+// Role granting it rules plus what writing RoleBindings takes, bound to it.
+func ceiling(t *testing.T, ns, name string, rules []rbacv1.PolicyRule, namespaces ...string) {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	require.NoError(t, k8sClient.Create(ctx, sa))
+	cleanup(t, sa)
+	for _, n := range namespaces {
+		grantCeiling(t, ns, name, n, append([]rbacv1.PolicyRule{{
+			APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"get", "create", "update", "patch"},
+		}}, rules...))
+	}
+}
+
+// grantCeiling gives the ServiceAccount ns/name rules in namespace n.
+func grantCeiling(t *testing.T, ns, name, n string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: n, GenerateName: name + "-"}, Rules: rules}
+	require.NoError(t, k8sClient.Create(ctx, role))
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: n, Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+	}
+	require.NoError(t, k8sClient.Create(ctx, rb))
+	cleanup(t, role, rb)
+}
+
+func readyOf(t require.TestingT, obj client.Object, conds func() []metav1.Condition) *metav1.Condition {
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
+	return meta.FindStatusCondition(conds(), oriav1alpha1.TypeReady)
+}
+
+// TestAttenuatedScopeInstance: the sample's ScopeTemplate asks for pods and
+// secrets; its ScopeInstance names a ceiling ServiceAccount that holds pods
+// only. The operator gets pods in all three namespaces and secrets in none,
+// and the instance says which permission was refused to which
+// ServiceAccount. Granting the ceiling secrets in one namespace lets that
+// namespace's binding appear, with no other change.
+func TestAttenuatedScopeInstance(t *testing.T) {
+	testutil.NeedCluster(t, cluster)
+	ctx := context.Background()
+	for _, n := range []string{"widget-system", "widgets-a", "widgets-b", "widgets-c"} {
+		ns := testutil.Namespace(n, nil)
+		require.NoError(t, k8sClient.Create(ctx, ns))
+		cleanup(t, ns)
+	}
+	pods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}
+	secrets := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}}
+	ceiling(t, "widget-system", "widget-ceiling", []rbacv1.PolicyRule{pods}, "widgets-a", "widgets-b", "widgets-c")
+	applySample(t, "scopeinstance-attenuated.yaml")
+
+	operator := func(verb, resource, ns string) testutil.Access {
+		return testutil.Access{User: "system:serviceaccount:widget-system:widget-operator",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:widget-system"}, Verb: verb, Resource: resource, Namespace: ns}
+	}
+	eventuallyAccess(t, true, operator("list", "pods", "widgets-a"), operator("list", "pods", "widgets-b"), operator("list", "pods", "widgets-c"))
+	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "widget-operator"}}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cond := readyOf(c, si, func() []metav1.Condition { return si.Status.Conditions })
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, oriav1alpha1.ReasonForbidden, cond.Reason, cond.Message)
+			assert.Contains(c, cond.Message, "system:serviceaccount:widget-system:widget-ceiling")
+			assert.Contains(c, cond.Message, "secrets")
+			assert.Contains(c, cond.Message, "widgets-a")
+		}
+	}, time.Minute, 200*time.Millisecond)
+	t.Log(meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady).Message)
+	assert.Empty(t, si.Status.BoundNamespaces, "no namespace has every binding")
+	for _, ns := range []string{"widgets-a", "widgets-b", "widgets-c"} {
+		assert.False(t, can(t, operator("get", "secrets", ns)), "secrets granted in %s beyond the ceiling", ns)
+	}
+
+	// The ceiling gains secrets in widgets-b: that binding appears there.
+	grantCeiling(t, "widget-system", "widget-ceiling", "widgets-b", []rbacv1.PolicyRule{secrets})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.True(c, can(c, operator("get", "secrets", "widgets-b")))
+	}, recheck, time.Second)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		readyOf(c, si, func() []metav1.Condition { return si.Status.Conditions })
+		assert.Equal(c, []string{"widgets-b"}, si.Status.BoundNamespaces)
+	}, recheck, time.Second)
+	for _, ns := range []string{"widgets-a", "widgets-c"} {
+		assert.False(t, can(t, operator("get", "secrets", ns)), "secrets granted in %s beyond the ceiling", ns)
+	}
+}
+
+// TestAttenuatedRBACPolicy: the same ceiling through an RBACPolicy, and a
+// user who may not impersonate the ServiceAccount cannot name it.
+func TestAttenuatedRBACPolicy(t *testing.T) {
+	testutil.NeedCluster(t, cluster)
+	ctx := context.Background()
+	crd := extensionWithAPI(t, oriav1alpha1.RBACModeFineGrained)
+	saNS := createNamespace(t, "ceiling", nil)
+	n1, n2 := createNamespace(t, "att-a", nil), createNamespace(t, "att-b", nil)
+	view := []rbacv1.PolicyRule{
+		{APIGroups: []string{crd.Spec.Group}, Resources: []string{crd.Spec.Names.Plural}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{crd.Name}, Verbs: []string{"get"}},
+	}
+	ceiling(t, saNS, "ceiling", view, n1)
+
+	p := &oriav1alpha1.RBACPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("attenuated")},
+		Spec: oriav1alpha1.RBACPolicySpec{
+			ExtensionName: crd.Labels[oriav1alpha1.LabelOLMOwnerName], Access: oriav1alpha1.AccessView,
+			Subjects:       []rbacv1.Subject{userSubject("dora")},
+			Namespaces:     []string{n1, n2},
+			APIs:           []oriav1alpha1.APIRef{{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}},
+			ServiceAccount: &oriav1alpha1.ServiceAccountReference{Namespace: saNS, Name: "ceiling"},
+		},
+	}
+
+	// A delegated user who may not impersonate the ceiling cannot name it.
+	_, asBob := delegate(t, "bob")
+	refused(t, asBob.Create(ctx, p.DeepCopy()), `may not name ServiceAccount "ceiling"`, `"impersonate" on serviceaccounts/ceiling`)
+
+	require.NoError(t, k8sClient.Create(ctx, p))
+	cleanup(t, p)
+	dora := func(ns string) testutil.Access {
+		return testutil.Access{User: "dora", Verb: "list", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Namespace: ns}
+	}
+	eventuallyAccess(t, true, dora(n1))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		cond := readyOf(c, p, func() []metav1.Condition { return p.Status.Conditions })
+		if assert.NotNil(c, cond) {
+			assert.Equal(c, oriav1alpha1.ReasonForbidden, cond.Reason, cond.Message)
+			assert.Contains(c, cond.Message, "system:serviceaccount:"+saNS+":ceiling")
+			assert.Contains(c, cond.Message, n2)
+		}
+	}, time.Minute, 200*time.Millisecond)
+	assert.False(t, can(t, dora(n2)), "granted beyond the ceiling in %s", n2)
+}
