@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -150,4 +152,41 @@ func TestDelete(t *testing.T) {
 	assert.Equal(t, engine.Deleted, out[0].Action)
 	assert.Equal(t, engine.Deleted, out[1].Action, "already gone")
 	assert.Empty(t, engine.Summarize(out).Errors)
+}
+
+// TestAttenuatedRefusal: with an attenuating identity, a write the API
+// server forbids is the outcome Forbidden (reported, not an error to retry
+// with backoff); without one it is a failure. Deletions go through the
+// revoker.
+func TestAttenuatedRefusal(t *testing.T) {
+	ctx := context.Background()
+	want := desiredRole(t)
+	forbidden := func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		return apierrors.NewForbidden(rbacv1.Resource("clusterroles"), obj.GetName(), errors.New("attempting to grant RBAC permissions not currently held"))
+	}
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	grants := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{Create: forbidden}).Build()
+	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, "tmpl") }
+
+	w := &engine.Writer{Client: grants, Reader: grants, Attenuated: true}
+	out := engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil)
+	assert.Equal(t, engine.Forbidden, out[0].Action)
+	assert.Contains(t, out[0].Err.Error(), "not currently held")
+	s := engine.Summarize(out)
+	assert.Len(t, s.Forbidden, 1)
+	assert.Empty(t, s.Errors)
+
+	w.Attenuated = false
+	out = engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil)
+	assert.Equal(t, engine.Failed, out[0].Action, "oria's own refusal is an error")
+
+	var c calls
+	revoker := fakeClient(t, &c, want.DeepCopy())
+	live := &rbacv1.ClusterRole{}
+	require.NoError(t, revoker.Get(ctx, engine.Key(want), live))
+	w = &engine.Writer{Client: grants, Reader: revoker, Revoker: revoker, Attenuated: true}
+	out = engine.Delete(ctx, w, "ClusterRole", []*rbacv1.ClusterRole{live})
+	assert.Equal(t, engine.Deleted, out[0].Action)
+	assert.Equal(t, int32(1), c.del.Load(), "deleted by the revoker")
 }

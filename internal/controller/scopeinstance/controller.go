@@ -218,8 +218,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			si.Status = computeStatus(si, p, res, err)
 		},
 		Patch: reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeInstance) any { return o.Status }),
-		Requeue: func(_ *plan, res result) time.Duration {
-			return reconciler.RecheckIf(len(res.conflicts) > 0, r.recheck())
+		Requeue: func(p *plan, res result) time.Duration {
+			// Conflicts and refusals are about objects oria does not watch
+			// (someone else's binding, the ServiceAccount's rights), so
+			// look again after a while.
+			saMissing := p.specErr != nil && p.specErr.Reason == oriav1alpha1.ReasonServiceAccountNotFound
+			return reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || saMissing, r.recheck())
 		},
 	}
 	return steps.Reconcile(ctx, req)
