@@ -10,6 +10,11 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+// ScopesRecheck is how soon a controller looks again when discovery does
+// not know one of the APIs it asked about yet (a CRD that was just
+// created).
+const ScopesRecheck = 2 * time.Second
+
 // APIScopes answers whether the APIs of CRDs are namespaced or
 // cluster-scoped. oria watches CRDs as metadata only (their schemas are
 // large), and metadata does not carry spec.scope; the API server's

@@ -50,10 +50,6 @@ const (
 // not in oria's cache: nothing tells oria when one goes away.
 const DefaultRecheckInterval = time.Minute
 
-// scopesRecheck is how soon an extension looks again when discovery does
-// not know one of its APIs yet (a CRD that was just created).
-const scopesRecheck = 2 * time.Second
-
 // writeWorkers bounds the parallel writes of one reconcile.
 const writeWorkers = 16
 
@@ -183,7 +179,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Patch: r.patchCondition,
 		Requeue: func(p *plan, out outcome) time.Duration {
 			if p.scopesPending {
-				return min(scopesRecheck, r.recheck())
+				return min(manager.ScopesRecheck, r.recheck())
 			}
 			return reconciler.RecheckIf(len(out.conflicts) > 0, r.recheck())
 		},

@@ -152,8 +152,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			policy.Status = computeStatus(policy, p, out, err)
 		},
 		Patch: reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.RBACPolicy) any { return o.Status }),
-		Requeue: func(_ *plan, out result) time.Duration {
-			return reconciler.RecheckIf(out.conflict != "", cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval))
+		Requeue: func(p *plan, out result) time.Duration {
+			recheck := cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
+			if p.scopesPending {
+				return min(manager.ScopesRecheck, recheck)
+			}
+			return reconciler.RecheckIf(out.conflict != "", recheck)
 		},
 	}
 	return steps.Reconcile(ctx, req)

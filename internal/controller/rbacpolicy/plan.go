@@ -41,6 +41,9 @@ type plan struct {
 	// policy that grants in namespaces (where RoleBindings cannot reach
 	// them).
 	clusterScoped []string
+	// scopesPending is set when discovery does not know a covered API yet
+	// (its CRD was just created): look again soon.
+	scopesPending bool
 }
 
 // gather validates the policy, reads its extension and that extension's
@@ -91,9 +94,11 @@ func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 	p := &plan{decision: decisionApply, compiled: Compile(policy, crds)}
 	namespaced := len(policy.Spec.Namespaces) > 0 || policy.Spec.NamespaceSelector != nil
 	if namespaced && r.APIScopes != nil && len(p.compiled.APIs) > 0 {
-		if p.clusterScoped, _, err = r.APIScopes.ClusterScoped(p.compiled.APIs); err != nil {
+		var unknown []string
+		if p.clusterScoped, unknown, err = r.APIScopes.ClusterScoped(p.compiled.APIs); err != nil {
 			return nil, err
 		}
+		p.scopesPending = len(unknown) > 0
 	}
 	if p.compiled.Template == nil {
 		p.decision, p.reason = decisionRevoke, oriav1alpha1.ReasonAPINotFound
