@@ -136,11 +136,26 @@ func TestAttenuatedRBACPolicy(t *testing.T) {
 	}
 
 	// A delegated user who may not impersonate the ceiling cannot name it.
-	_, asBob := delegate(t, "bob")
+	bob, asBob := delegate(t, "bob")
 	refused(t, asBob.Create(ctx, p.DeepCopy()), `may not name ServiceAccount "ceiling"`, `"impersonate" on serviceaccounts/ceiling`)
 
-	require.NoError(t, k8sClient.Create(ctx, p))
+	// Allowed to impersonate it, bob may: what he grants is capped by it.
+	imp := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: saNS, Name: "impersonate-ceiling"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{"ceiling"}, Verbs: []string{"impersonate"}}}}
+	impRB := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: saNS, Name: "impersonate-ceiling"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: imp.Name}, Subjects: []rbacv1.Subject{userSubject(bob)}}
+	for _, o := range []client.Object{imp, impRB} {
+		require.NoError(t, k8sClient.Create(ctx, o))
+	}
+	cleanup(t, imp, impRB)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NoError(c, asBob.Create(ctx, p.DeepCopy()))
+	}, 30*time.Second, 200*time.Millisecond)
 	cleanup(t, p)
+
+	// Dropping the ceiling is an unattenuated grant: bob may not bind the
+	// extension's roles himself, so the guard refuses.
+	refused(t, userUpdate(t, asBob, p, func() { p.Spec.ServiceAccount = nil }), "may not bind ClusterRole")
 	dora := func(ns string) testutil.Access {
 		return testutil.Access{User: "dora", Verb: "list", Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural, Namespace: ns}
 	}
