@@ -115,7 +115,7 @@ func AdminClient(c *localcluster.Cluster) (client.Client, error) {
 // client, then runs a manager as OriaUser (oria's own RBAC, not
 // cluster-admin) with the controllers setup registers, and sets *mgr to it.
 func RunWithManager(m *testing.M, cluster **localcluster.Cluster, admin *client.Client, mgr *ctrl.Manager, setup func(ctrl.Manager) error) {
-	RunMain(m, cluster, false, func() (func(), error) {
+	RunMain(m, cluster, false, func() (func(int), error) {
 		var err error
 		if *admin, err = AdminClient(*cluster); err != nil {
 			return nil, err
@@ -125,7 +125,9 @@ func RunWithManager(m *testing.M, cluster **localcluster.Cluster, admin *client.
 			return nil, err
 		}
 		var stop func()
-		*mgr, stop, err = StartManager(cfg, setup)
-		return stop, err
+		if *mgr, stop, err = StartManager(cfg, setup); err != nil {
+			return nil, err
+		}
+		return func(int) { stop() }, nil
 	})
 }

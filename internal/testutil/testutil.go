@@ -6,13 +6,10 @@ package testutil
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -25,71 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/test/localcluster"
 )
-
-// RunMain starts a local control plane (with kube-controller-manager when
-// controllerManager is true), stores it in *cluster, runs the package's tests
-// and stops the control plane. Use it from TestMain:
-//
-//	var cluster *localcluster.Cluster
-//	func TestMain(m *testing.M) { testutil.RunMain(m, &cluster, false) }
-//
-// With -short the tests run without a control plane and *cluster is nil;
-// suites must then t.Skip what needs one (see NeedCluster).
-//
-// Each setup function runs after the control plane is up (for example to
-// start a manager shared by the package's tests); the function it returns
-// runs after the tests, before the control plane stops.
-func RunMain(m *testing.M, cluster **localcluster.Cluster, controllerManager bool, setup ...func() (teardown func(), err error)) {
-	os.Exit(runMain(m, cluster, controllerManager, setup))
-}
-
-func runMain(m *testing.M, cluster **localcluster.Cluster, controllerManager bool, setup []func() (func(), error)) int {
-	if !flag.Parsed() {
-		flag.Parse() // TestMain runs before the testing package parses flags
-	}
-	if testing.Short() {
-		return m.Run()
-	}
-	c, err := localcluster.Start(context.Background(), localcluster.Options{ControllerManager: controllerManager, Log: logWriter()})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting local control plane: %v\n", err)
-		return 1
-	}
-	*cluster = c
-	defer func() {
-		if err := c.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping local control plane: %v\n", err)
-		}
-	}()
-	for _, s := range setup {
-		teardown, err := s()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "setting up the test suite: %v\n", err)
-			return 1
-		}
-		if teardown != nil {
-			defer teardown()
-		}
-	}
-	return m.Run()
-}
-
-func logWriter() *os.File {
-	if os.Getenv("ORIA_TEST_VERBOSE") != "" {
-		return os.Stderr
-	}
-	return nil
-}
-
-// NeedCluster skips t when the package runs without a control plane (-short).
-func NeedCluster(t testing.TB, c *localcluster.Cluster) {
-	t.Helper()
-	if c == nil {
-		t.Skip("needs the local control plane (not started with -short)")
-	}
-}
 
 // UniqueName returns prefix plus a random suffix, so that each test works on
 // its own objects in a shared control plane.
