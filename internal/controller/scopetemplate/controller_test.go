@@ -29,7 +29,7 @@ import (
 // created when an instance uses the template and deleted when none does;
 // referenced roles are never touched.
 func TestInlineRolesExistOnlyWhileUsed(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{
 		{GenerateName: "gen-", Rules: podRules},
@@ -45,8 +45,8 @@ func TestInlineRolesExistOnlyWhileUsed(t *testing.T) {
 	assert.Equal(t, []string{generated, "view", named}, st.Status.ClusterRoles)
 	assert.Empty(t, st.Status.Instances)
 	assert.Contains(t, readyMessage(t, tmpl.Name), "not used")
-	assert.True(t, notFound(t, generated, &rbacv1.ClusterRole{}))
-	assert.True(t, notFound(t, named, &rbacv1.ClusterRole{}))
+	assert.True(t, notFound(generated, &rbacv1.ClusterRole{}))
+	assert.True(t, notFound(named, &rbacv1.ClusterRole{}))
 
 	si1 := newInstance(testutil.UniqueName("si"), tmpl.Name)
 	si2 := newInstance(testutil.UniqueName("si"), tmpl.Name)
@@ -68,28 +68,26 @@ func TestInlineRolesExistOnlyWhileUsed(t *testing.T) {
 				}
 			}
 		}
-	}, timeout, interval)
+	}, testutil.Timeout, testutil.Interval)
 	eventuallyReady(t, tmpl.Name, metav1.ConditionTrue, oriav1alpha1.ReasonValid)
 
 	// One instance left: the roles stay.
 	require.NoError(t, k8sClient.Delete(ctx, si1))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, []string{si2.Name}, get(c, tmpl.Name, &oriav1alpha1.ScopeTemplate{}).Status.Instances)
-	}, timeout, interval)
+	}, testutil.Timeout, testutil.Interval)
 	get(t, generated, &rbacv1.ClusterRole{})
 
 	// An instance switching to another template no longer uses this one.
 	update(t, si2, func() {
 		si2.Spec.ScopeTemplateName = testutil.UniqueName("elsewhere")
 	})
-	require.Eventually(t, func() bool {
-		return notFound(t, generated, &rbacv1.ClusterRole{}) && notFound(t, named, &rbacv1.ClusterRole{})
-	}, timeout, interval)
+	testutil.EventuallyGone(t, k8sClient, clusterRole(generated), clusterRole(named))
 	eventuallyReady(t, tmpl.Name, metav1.ConditionTrue, oriav1alpha1.ReasonValid)
 	// The status is written after the roles are deleted: wait for it.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Empty(c, get(c, tmpl.Name, &oriav1alpha1.ScopeTemplate{}).Status.Instances)
-	}, timeout, interval)
+	}, testutil.Timeout, testutil.Interval)
 
 	viewAfter := get(t, "view", &rbacv1.ClusterRole{})
 	assert.Equal(t, viewBefore.ResourceVersion, viewAfter.ResourceVersion, "a referenced role is never touched")
@@ -97,19 +95,19 @@ func TestInlineRolesExistOnlyWhileUsed(t *testing.T) {
 
 // TestRoleDriftIsRepaired: a deleted or edited inline role is restored.
 func TestRoleDriftIsRepaired(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	role := testutil.UniqueName("role")
 	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: role, Rules: podRules}}, user("alice"))
 	create(t, tmpl)
 	create(t, newInstance(testutil.UniqueName("si"), tmpl.Name))
-	require.Eventually(t, func() bool { return !notFound(t, role, &rbacv1.ClusterRole{}) }, timeout, interval)
+	testutil.EventuallyGet(t, k8sClient, clusterRole(role))
 
 	orig := get(t, role, &rbacv1.ClusterRole{})
 	require.NoError(t, k8sClient.Delete(ctx, orig))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.NotEqual(c, orig.UID, get(c, role, &rbacv1.ClusterRole{}).UID)
-	}, timeout, interval)
+	}, testutil.Timeout, testutil.Interval)
 
 	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}}
 	update(t, cr, func() {
@@ -117,7 +115,7 @@ func TestRoleDriftIsRepaired(t *testing.T) {
 	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, podRules, get(c, role, &rbacv1.ClusterRole{}).Rules)
-	}, timeout, interval)
+	}, testutil.Timeout, testutil.Interval)
 
 	// oria's labels removed: the role leaves oria's cache; the
 	// ownerReference still says it is oria's, so it is restored.
@@ -129,13 +127,13 @@ func TestRoleDriftIsRepaired(t *testing.T) {
 		got := get(c, role, &rbacv1.ClusterRole{})
 		assert.Equal(c, podRules, got.Rules)
 		assert.Equal(c, tmpl.Name, got.Labels[oriav1alpha1.LabelScopeTemplate])
-	}, timeout, interval)
+	}, testutil.Timeout, testutil.Interval)
 }
 
 // TestConflict: a same-name ClusterRole oria did not create is reported and
 // never modified; once it is gone oria creates its own.
 func TestConflict(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	role := testutil.UniqueName("taken")
 	foreign := &rbacv1.ClusterRole{
@@ -176,19 +174,19 @@ func TestConflict(t *testing.T) {
 			st = get(c, owner, &oriav1alpha1.ScopeTemplate{})
 			assert.Equal(c, oriav1alpha1.ReasonValid, st.Status.Conditions[0].Reason)
 		}
-	}, timeout, interval)
+	}, testutil.Timeout, testutil.Interval)
 }
 
 // TestTemplateEditsAndDelete: rule edits reach the role, a renamed role
 // replaces the old one, and deleting the template removes its roles.
 func TestTemplateEditsAndDelete(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	first, second := testutil.UniqueName("first"), testutil.UniqueName("second")
 	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: first, Rules: podRules}}, user("alice"))
 	create(t, tmpl)
 	create(t, newInstance(testutil.UniqueName("si"), tmpl.Name))
-	require.Eventually(t, func() bool { return !notFound(t, first, &rbacv1.ClusterRole{}) }, timeout, interval)
+	testutil.EventuallyGet(t, k8sClient, clusterRole(first))
 
 	newRules := []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}}}
 	update(t, tmpl, func() {
@@ -196,30 +194,29 @@ func TestTemplateEditsAndDelete(t *testing.T) {
 	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, newRules, get(c, first, &rbacv1.ClusterRole{}).Rules)
-	}, timeout, interval)
+	}, testutil.Timeout, testutil.Interval)
 
 	update(t, tmpl, func() {
 		tmpl.Spec.ClusterRoles[0].Name = second
 	})
-	require.Eventually(t, func() bool {
-		return notFound(t, first, &rbacv1.ClusterRole{}) && !notFound(t, second, &rbacv1.ClusterRole{})
-	}, timeout, interval)
+	testutil.EventuallyGone(t, k8sClient, clusterRole(first))
+	testutil.EventuallyGet(t, k8sClient, clusterRole(second))
 	st := eventuallyReady(t, tmpl.Name, metav1.ConditionTrue, oriav1alpha1.ReasonValid)
 	assert.Equal(t, []string{second}, st.Status.ClusterRoles)
 
 	require.NoError(t, k8sClient.Delete(ctx, tmpl))
-	require.Eventually(t, func() bool { return notFound(t, second, &rbacv1.ClusterRole{}) }, timeout, interval)
+	testutil.EventuallyGone(t, k8sClient, clusterRole(second))
 }
 
 // TestInvalidTemplate: problems the schema cannot catch are reported, and
 // change nothing.
 func TestInvalidTemplate(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	role := testutil.UniqueName("role")
 	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: role, Rules: podRules}}, user("alice"))
 	create(t, tmpl)
 	create(t, newInstance(testutil.UniqueName("si"), tmpl.Name))
-	require.Eventually(t, func() bool { return !notFound(t, role, &rbacv1.ClusterRole{}) }, timeout, interval)
+	testutil.EventuallyGet(t, k8sClient, clusterRole(role))
 
 	update(t, tmpl, func() {
 		tmpl.Spec.ClusterRoles = append(tmpl.Spec.ClusterRoles, oriav1alpha1.ClusterRoleTemplate{Name: role})
@@ -243,7 +240,7 @@ func TestInvalidTemplate(t *testing.T) {
 // "fooServiceAccount", which cannot exist, and says so. The sample (the same
 // with a valid name) is valid and its generateName gives a stable name.
 func TestDesignDocumentExample(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	design := strings.ReplaceAll(`apiVersion: oria.operatorframework.io/v1alpha1
 kind: ScopeTemplate
@@ -294,8 +291,7 @@ spec:
 // TestUnchangedWorldWritesNothing: once converged, a reconcile makes zero
 // writes, status included, for a template in use, unused, and invalid.
 func TestUnchangedWorldWritesNothing(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
-	ctx := context.Background()
+	testutil.NeedCluster(t)
 	used := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{
 		{GenerateName: "quiet-", Rules: podRules}, {Name: "view"},
 	}, user("alice"))
@@ -308,9 +304,7 @@ func TestUnchangedWorldWritesNothing(t *testing.T) {
 	eventuallyReady(t, used.Name, metav1.ConditionTrue, oriav1alpha1.ReasonValid)
 	eventuallyReady(t, unused.Name, metav1.ConditionTrue, oriav1alpha1.ReasonValid)
 	eventuallyReady(t, invalid.Name, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidSubject)
-	require.Eventually(t, func() bool {
-		return !notFound(t, "quiet-"+names.Hash(used.Name, "quiet-"), &rbacv1.ClusterRole{})
-	}, timeout, interval)
+	testutil.EventuallyGet(t, k8sClient, clusterRole("quiet-"+names.Hash(used.Name, "quiet-")))
 
 	c, counter := testutil.CountingClient(mgr.GetClient())
 	r := &scopetemplate.Reconciler{Client: c, APIReader: mgr.GetAPIReader()}
@@ -318,15 +312,7 @@ func TestUnchangedWorldWritesNothing(t *testing.T) {
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
 		// The cache may lag the API server by a moment: wait until a
 		// reconcile is quiet, then require the next one to be quiet too.
-		require.Eventually(t, func() bool {
-			counter.Reset()
-			_, err := r.Reconcile(ctx, req)
-			require.NoError(t, err)
-			return counter.Total() == 0
-		}, timeout, interval)
-		counter.Reset()
-		_, err := r.Reconcile(ctx, req)
-		require.NoError(t, err)
-		assert.Zero(t, counter.Total(), "writes on an unchanged world for %s: %s", name, counter)
+		testutil.EventuallyQuiet(t, r, counter, req)
+		testutil.Quiet(t, r, counter, req, 1)
 	}
 }

@@ -5,14 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,11 +28,6 @@ var (
 	// mgr runs only the ScopeTemplate controller; tests create
 	// ScopeInstances as plain objects (no bindings are written here).
 	mgr ctrl.Manager
-)
-
-const (
-	timeout  = 30 * time.Second
-	interval = 50 * time.Millisecond
 )
 
 func TestMain(m *testing.M) {
@@ -69,8 +62,7 @@ func newInstance(name, template string) *oriav1alpha1.ScopeInstance {
 // create creates obj and deletes it when the test ends.
 func create(t *testing.T, obj client.Object) {
 	t.Helper()
-	require.NoError(t, k8sClient.Create(context.Background(), obj))
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), obj) })
+	testutil.Create(t, k8sClient, obj)
 }
 
 func get[T client.Object](t require.TestingT, name string, obj T) T {
@@ -78,24 +70,21 @@ func get[T client.Object](t require.TestingT, name string, obj T) T {
 	return obj
 }
 
-func notFound(t require.TestingT, name string, obj client.Object) bool {
+func notFound(name string, obj client.Object) bool {
 	return apierrors.IsNotFound(k8sClient.Get(context.Background(), types.NamespacedName{Name: name}, obj))
+}
+
+// clusterRole is a ClusterRole, by name only.
+func clusterRole(name string) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
 // eventuallyReady waits for the template's Ready condition (for its current
 // generation) to have status and reason, and returns the template.
 func eventuallyReady(t *testing.T, name string, status metav1.ConditionStatus, reason string) *oriav1alpha1.ScopeTemplate {
 	t.Helper()
-	var st *oriav1alpha1.ScopeTemplate
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		st = get(c, name, &oriav1alpha1.ScopeTemplate{})
-		cond := meta.FindStatusCondition(st.Status.Conditions, oriav1alpha1.TypeReady)
-		if assert.NotNil(c, cond) && assert.Equal(c, st.Generation, cond.ObservedGeneration) {
-			assert.Equal(c, st.Generation, st.Status.ObservedGeneration)
-			assert.Equal(c, status, cond.Status, cond.Message)
-			assert.Equal(c, reason, cond.Reason, cond.Message)
-		}
-	}, timeout, interval)
+	st, _ := testutil.EventuallyCondition(t, k8sClient, &oriav1alpha1.ScopeTemplate{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		testutil.Condition{Type: oriav1alpha1.TypeReady, Status: status, Reason: reason})
 	return st
 }
 
@@ -111,11 +100,5 @@ func readyMessage(t require.TestingT, name string) string {
 // it back, again if a controller wrote the object in between.
 func update[T client.Object](t *testing.T, obj T, change func()) {
 	t.Helper()
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		change()
-		return k8sClient.Update(context.Background(), obj)
-	}))
+	testutil.Update(t, k8sClient, obj, change)
 }
