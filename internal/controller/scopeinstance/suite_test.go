@@ -9,13 +9,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,11 +32,6 @@ var (
 	// mgr runs the ScopeTemplate and ScopeInstance controllers for the
 	// whole package; tests use their own names and namespaces.
 	mgr ctrl.Manager
-)
-
-const (
-	timeout  = 30 * time.Second
-	interval = 50 * time.Millisecond
 )
 
 func TestMain(m *testing.M) {
@@ -104,20 +97,14 @@ func matchLabels(kv ...string) *metav1.LabelSelector {
 // create creates obj and deletes it when the test ends.
 func create(t *testing.T, obj client.Object) {
 	t.Helper()
-	require.NoError(t, k8sClient.Create(context.Background(), obj))
-	t.Cleanup(func() {
-		_ = k8sClient.Delete(context.Background(), obj)
-	})
+	testutil.Create(t, k8sClient, obj)
 }
 
-// namespace creates a namespace with labels; it is deleted when the test
-// ends (without kube-controller-manager it stays terminating, which no test
-// of another name notices).
+// namespace creates a namespace named prefix-<random> with labels; it is
+// deleted when the test ends.
 func namespace(t *testing.T, prefix string, labels map[string]string) string {
 	t.Helper()
-	name := testutil.UniqueName(prefix)
-	create(t, testutil.Namespace(name, labels))
-	return name
+	return testutil.CreateNamespace(t, k8sClient, prefix, labels)
 }
 
 func get[T client.Object](t require.TestingT, name, ns string, obj T) T {
@@ -140,15 +127,8 @@ func ready(t require.TestingT, name string) (*oriav1alpha1.ScopeInstance, *metav
 // and reason, and returns the instance.
 func eventuallyReady(t *testing.T, name string, status metav1.ConditionStatus, reason string) *oriav1alpha1.ScopeInstance {
 	t.Helper()
-	var si *oriav1alpha1.ScopeInstance
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		var cond *metav1.Condition
-		si, cond = ready(c, name)
-		if assert.NotNil(c, cond, "Ready condition for the current generation") {
-			assert.Equal(c, status, cond.Status, cond.Message)
-			assert.Equal(c, reason, cond.Reason, cond.Message)
-		}
-	}, timeout, interval)
+	si, _ := testutil.EventuallyCondition(t, k8sClient, &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		testutil.Condition{Type: oriav1alpha1.TypeReady, Status: status, Reason: reason})
 	return si
 }
 
@@ -174,36 +154,22 @@ func eventuallyBoundIn(t *testing.T, instance, role string, namespaces ...string
 	t.Helper()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.ElementsMatch(c, namespaces, roleBindingNamespaces(c, instance, role))
-	}, timeout, interval)
+	}, testutil.Timeout, testutil.Interval)
 }
 
-func notFound(t require.TestingT, name, ns string, obj client.Object) bool {
+func notFound(name, ns string, obj client.Object) bool {
 	err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj)
 	return apierrors.IsNotFound(err)
-}
-
-// eventsFor returns the reasons of the events regarding an object.
-func eventReasons(t require.TestingT, name string) []string {
-	var list corev1.EventList
-	require.NoError(t, k8sClient.List(context.Background(), &list, client.InNamespace("default")))
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name && e.InvolvedObject.Kind == "ScopeInstance" {
-			out = append(out, e.Reason)
-		}
-	}
-	return out
 }
 
 // update reads obj (by its name and namespace), applies change and writes
 // it back, again if a controller wrote the object in between.
 func update[T client.Object](t *testing.T, obj T, change func()) {
 	t.Helper()
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		change()
-		return k8sClient.Update(context.Background(), obj)
-	}))
+	testutil.Update(t, k8sClient, obj, change)
+}
+
+// clusterRoleBinding is a ClusterRoleBinding, by name only.
+func clusterRoleBinding(name string) *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
