@@ -35,22 +35,18 @@ func TestExtensionRBACModes(t *testing.T) {
 	grp := testutil.UniqueName("e2e") + ".example.com"
 	crdName := "widgets." + grp
 	ext := testutil.ClusterExtension(testutil.UniqueName("widgets"), oriav1alpha1.RBACModeLegacy)
-	require.NoError(t, k8sClient.Create(ctx, ext))
-	t.Cleanup(func() { _ = k8sClient.Delete(ctx, ext) })
+	testutil.Create(t, k8sClient, ext)
 	crd := testutil.CRD(grp, "widgets", "Widget", ext.Name)
-	require.NoError(t, k8sClient.Create(ctx, crd))
-	t.Cleanup(func() { _ = k8sClient.Delete(ctx, crd) })
+	testutil.Create(t, k8sClient, crd)
 
 	ns := testutil.Namespace(testutil.UniqueName("team"), nil)
 	other := testutil.Namespace(testutil.UniqueName("other"), nil)
 	for _, n := range []client.Object{ns, other} {
-		require.NoError(t, k8sClient.Create(ctx, n))
-		t.Cleanup(func() { _ = k8sClient.Delete(ctx, n) })
+		testutil.Create(t, k8sClient, n)
 	}
 	viewer, editor, admin, clusterViewer := testutil.UniqueName("viewer"), testutil.UniqueName("editor"), testutil.UniqueName("admin"), testutil.UniqueName("cviewer")
 	bind := func(obj client.Object) {
-		require.NoError(t, k8sClient.Create(ctx, obj))
-		t.Cleanup(func() { _ = k8sClient.Delete(ctx, obj) })
+		testutil.Create(t, k8sClient, obj)
 	}
 	for user, role := range map[string]string{viewer: "view", editor: "edit", admin: "admin"} {
 		bind(&rbacv1.RoleBinding{

@@ -74,8 +74,7 @@ func TestRBACPolicySelectorSample(t *testing.T) {
 
 	ctx := context.Background()
 	ns := testutil.Namespace(testutil.UniqueName("dev"), map[string]string{"env": "dev"})
-	require.NoError(t, k8sClient.Create(ctx, ns))
-	t.Cleanup(func() { _ = k8sClient.Delete(ctx, ns) })
+	testutil.Create(t, k8sClient, ns)
 	deployer := testutil.Access{User: "system:serviceaccount:ci:deployer", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:ci"},
 		Verb: "create", Group: "argoproj.io", Resource: "applications", Namespace: ns.Name}
 	eventuallyAccess(t, true, deployer)

@@ -53,14 +53,12 @@ func TestScopeInstanceStory(t *testing.T) {
 			}},
 		},
 	}
-	require.NoError(t, k8sClient.Create(ctx, tmpl))
-	t.Cleanup(func() { _ = k8sClient.Delete(ctx, tmpl) })
+	testutil.Create(t, k8sClient, tmpl)
 	si := &oriav1alpha1.ScopeInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("story")},
 		Spec:       oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: tmpl.Name, Namespaces: []string{foo, bar}},
 	}
-	require.NoError(t, k8sClient.Create(ctx, si))
-	t.Cleanup(func() { _ = k8sClient.Delete(ctx, si) })
+	testutil.Create(t, k8sClient, si)
 
 	// Scoped to foo and bar.
 	got := waitScopeInstanceReady(t, si.Name)
@@ -175,8 +173,7 @@ func TestScopeGarbageCollection(t *testing.T) {
 			BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "gc-user"}}},
 		},
 	}
-	require.NoError(t, k8sClient.Create(ctx, tmpl))
-	t.Cleanup(func() { _ = k8sClient.Delete(ctx, tmpl) })
+	testutil.Create(t, k8sClient, tmpl)
 	si := &oriav1alpha1.ScopeInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("gc")},
 		Spec:       oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: tmpl.Name, Namespaces: []string{ns}},
@@ -216,8 +213,7 @@ func waitScopeInstanceReady(t *testing.T, name string) *oriav1alpha1.ScopeInstan
 func createNamespace(t *testing.T, prefix string, labels map[string]string) string {
 	t.Helper()
 	ns := testutil.Namespace(testutil.UniqueName(prefix), labels)
-	require.NoError(t, k8sClient.Create(context.Background(), ns))
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ns) })
+	testutil.Create(t, k8sClient, ns)
 	return ns.Name
 }
 

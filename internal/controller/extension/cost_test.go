@@ -24,6 +24,7 @@ import (
 // (docs/benchmarks.md) showed that an Event per role (4,000 for a
 // 200-extension switch) was the largest part of the API server's work.
 func TestModeSwitchCost(t *testing.T) {
+	testutil.NeedCluster(t)
 	e := startManager(t, extension.Options{DefaultMode: unmanaged})
 	g := group()
 	crds := []string{"foos." + g, "bars." + g, "bazs." + g}

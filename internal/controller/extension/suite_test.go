@@ -2,18 +2,15 @@ package extension_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -35,18 +32,10 @@ var (
 	k8sClient client.Client
 )
 
-const (
-	timeout  = 30 * time.Second
-	interval = 50 * time.Millisecond
-)
-
 func TestMain(m *testing.M) {
-	testutil.RunMain(m, &cluster, false, func() (func(), error) {
-		scheme, err := manager.Scheme()
-		if err != nil {
-			return nil, err
-		}
-		k8sClient, err = client.New(cluster.Config, client.Options{Scheme: scheme})
+	testutil.RunMain(m, &cluster, false, func() (func(int), error) {
+		var err error
+		k8sClient, err = testutil.AdminClient(cluster)
 		return nil, err
 	})
 }
@@ -64,7 +53,6 @@ type env struct {
 // that later managers have nothing of theirs to reconcile.
 func startManager(t *testing.T, opts extension.Options) *env {
 	t.Helper()
-	testutil.NeedCluster(t, cluster)
 	// The controller runs with oria's own RBAC, not as cluster-admin.
 	cfg, err := testutil.OriaConfig(context.Background(), cluster, k8sClient)
 	require.NoError(t, err)
@@ -88,10 +76,8 @@ func startManager(t *testing.T, opts extension.Options) *env {
 // is empty) and deletes it when the test ends.
 func newExtension(t *testing.T, mode oriav1alpha1.RBACMode) *ocv1.ClusterExtension {
 	t.Helper()
-	testutil.NeedCluster(t, cluster)
 	ce := testutil.ClusterExtension(testutil.UniqueName("ext"), mode)
-	require.NoError(t, k8sClient.Create(context.Background(), ce))
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ce) })
+	testutil.Create(t, k8sClient, ce)
 	return ce
 }
 
@@ -104,10 +90,8 @@ func addCRD(t *testing.T, ext, crdName string) *metav1.PartialObjectMetadata {
 	t.Helper()
 	plural, grp, _ := strings.Cut(crdName, ".")
 	crd := testutil.CRD(grp, plural, "K"+plural, ext)
-	require.NoError(t, k8sClient.Create(context.Background(), crd))
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), crd) })
-	m := &metav1.PartialObjectMetadata{ObjectMeta: crd.ObjectMeta}
-	return m
+	testutil.Create(t, k8sClient, crd)
+	return &metav1.PartialObjectMetadata{ObjectMeta: crd.ObjectMeta}
 }
 
 func deleteCRD(t *testing.T, crdName string) {
@@ -128,22 +112,9 @@ func installed(t *testing.T, mode oriav1alpha1.RBACMode, crds ...string) *ocv1.C
 }
 
 // setMode sets (or, with "", removes) the rbac-mode annotation.
-func setMode(t *testing.T, name string, mode string) {
+func setMode(t *testing.T, name string, mode oriav1alpha1.RBACMode) {
 	t.Helper()
-	v := any(mode)
-	if mode == "" {
-		v = nil
-	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, oriav1alpha1.AnnotationRBACMode, jsonValue(v))
-	require.NoError(t, k8sClient.Patch(context.Background(), &ocv1.ClusterExtension{ObjectMeta: metav1.ObjectMeta{Name: name}},
-		client.RawPatch(types.MergePatchType, []byte(patch))))
-}
-
-func jsonValue(v any) string {
-	if v == nil {
-		return "null"
-	}
-	return fmt.Sprintf("%q", v)
+	testutil.SetRBACMode(t, k8sClient, name, mode)
 }
 
 func getCE(t require.TestingT, name string) *ocv1.ClusterExtension {
@@ -156,19 +127,8 @@ func getCE(t require.TestingT, name string) *ocv1.ClusterExtension {
 // and reason (and a message containing each of msg), and returns it.
 func waitCondition(t *testing.T, name string, status metav1.ConditionStatus, reason string, msg ...string) metav1.Condition {
 	t.Helper()
-	var cond metav1.Condition
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		ce := getCE(c, name)
-		got := meta.FindStatusCondition(ce.Status.Conditions, oriav1alpha1.TypeRBACManaged)
-		require.NotNil(c, got, "no RBACManaged condition")
-		require.Equal(c, reason, got.Reason, got.Message)
-		require.Equal(c, status, got.Status, got.Message)
-		for _, m := range msg {
-			require.Contains(c, got.Message, m)
-		}
-		require.Equal(c, ce.Generation, got.ObservedGeneration)
-		cond = *got
-	}, timeout, interval)
+	_, cond := testutil.EventuallyCondition(t, k8sClient, &ocv1.ClusterExtension{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		testutil.Condition{Type: oriav1alpha1.TypeRBACManaged, Status: status, Reason: reason, Message: msg})
 	return cond
 }
 
@@ -184,6 +144,11 @@ func liveRoles(t require.TestingT, ext string) map[string]*rbacv1.ClusterRole {
 		out[list.Items[i].Name] = &list.Items[i]
 	}
 	return out
+}
+
+// role is a ClusterRole, by name only.
+func role(name string) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
 func getRole(t require.TestingT, name string) *rbacv1.ClusterRole {
@@ -258,7 +223,7 @@ func waitRoles(t *testing.T, ce *ocv1.ClusterExtension, mode oriav1alpha1.RBACMo
 				assert.Equal(c, []rbacv1.PolicyRule{want}, cr.Rules, cr.Name)
 			}
 		}
-	}, timeout, interval)
+	}, testutil.Timeout, testutil.Interval)
 	return roles
 }
 
@@ -303,7 +268,7 @@ func waitCacheSynced(t *testing.T, e *env, name string) {
 			return m
 		}
 		require.Equal(c, crv(lc), crv(cc))
-	}, timeout, interval)
+	}, testutil.Timeout, testutil.Interval)
 }
 
 // assertQuiet reconciles the converged extension directly, through a client
@@ -319,11 +284,7 @@ func assertQuiet(t *testing.T, e *env, name string) {
 		Recorder:    events.NewFakeRecorder(100),
 		DefaultMode: e.opts.DefaultMode,
 	}
-	for range 3 {
-		_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: name}})
-		require.NoError(t, err)
-	}
-	require.Zero(t, writes.Total(), "writes on an unchanged world: %s", writes)
+	testutil.Quiet(t, r, writes, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}}, 3)
 }
 
 // uids returns name -> UID of roles.

@@ -62,8 +62,7 @@ func TestDesignDocumentSelector(t *testing.T) {
 	u.SetName(testutil.UniqueName("si"))
 	require.NoError(t, unstructured.SetNestedField(u.Object, tmpl.Name, "spec", "scopeTemplateName"))
 	require.NoError(t, unstructured.SetNestedField(u.Object, map[string]any{"fooKey": value}, "spec", "namespaceSelector"))
-	require.NoError(t, k8sClient.Create(context.Background(), u, client.FieldValidation("Strict")))
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), u) })
+	testutil.Create(t, k8sClient, u, client.FieldValidation("Strict"))
 
 	got := eventuallyReady(t, u.GetName(), metav1.ConditionTrue, oriav1alpha1.ReasonBound)
 	assert.Equal(t, []string{match}, got.Status.BoundNamespaces)

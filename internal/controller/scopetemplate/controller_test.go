@@ -280,8 +280,7 @@ spec:
 	sample := &unstructured.Unstructured{}
 	require.NoError(t, yaml.Unmarshal(b, &sample.Object))
 	sample.SetName(testutil.UniqueName("foo"))
-	require.NoError(t, k8sClient.Create(ctx, sample, client.FieldValidation("Strict")))
-	t.Cleanup(func() { _ = k8sClient.Delete(ctx, sample) })
+	testutil.Create(t, k8sClient, sample, client.FieldValidation("Strict"))
 	st := eventuallyReady(t, sample.GetName(), metav1.ConditionTrue, oriav1alpha1.ReasonValid)
 	require.Len(t, st.Status.ClusterRoles, 1)
 	assert.Equal(t, "fooClusterRole-"+names.Hash(sample.GetName(), "fooClusterRole-"), st.Status.ClusterRoles[0])
