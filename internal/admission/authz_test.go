@@ -20,12 +20,12 @@ import (
 // on); nil with -short.
 var cluster *localcluster.Cluster
 
-func TestMain(m *testing.M) { testutil.RunMain(m, &cluster, false) }
+func TestMain(m *testing.M) { testutil.RunMain(m, &cluster, localcluster.Options{}) }
 
 // TestAuthorizer checks the Authorizer's answers against the API server's
 // real RBAC authorizer.
 func TestAuthorizer(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	admin, err := testutil.AdminClient(cluster)
 	require.NoError(t, err)

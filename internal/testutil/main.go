@@ -30,28 +30,32 @@ type Setup func() (teardown func(code int), err error)
 // with -short, or in a package whose TestMain does not call RunMain.
 var running *localcluster.Cluster
 
-// RunMain starts a local control plane (with kube-controller-manager when
-// controllerManager is true), stores it in *cluster, runs each setup, runs
-// the package's tests, and stops everything again. Use it from TestMain:
+// RunMain starts a local control plane with opts (kube-controller-manager's
+// output goes to stderr with ORIA_TEST_VERBOSE set, unless opts.Log says
+// otherwise), stores it in *cluster, runs each setup, runs the package's
+// tests, and stops everything again. Use it from TestMain:
 //
 //	var cluster *localcluster.Cluster
-//	func TestMain(m *testing.M) { testutil.RunMain(m, &cluster, false) }
+//	func TestMain(m *testing.M) { testutil.RunMain(m, &cluster, localcluster.Options{}) }
 //
 // With -short no control plane is started and *cluster stays nil: the tests
 // run, and every test that needs the control plane skips itself with
 // NeedCluster, its first statement.
-func RunMain(m *testing.M, cluster **localcluster.Cluster, controllerManager bool, setup ...Setup) {
-	os.Exit(runMain(m, cluster, controllerManager, setup))
+func RunMain(m *testing.M, cluster **localcluster.Cluster, opts localcluster.Options, setup ...Setup) {
+	os.Exit(runMain(m, cluster, opts, setup))
 }
 
-func runMain(m *testing.M, cluster **localcluster.Cluster, controllerManager bool, setup []Setup) (code int) {
+func runMain(m *testing.M, cluster **localcluster.Cluster, opts localcluster.Options, setup []Setup) (code int) {
 	if !flag.Parsed() {
 		flag.Parse() // TestMain runs before the testing package parses flags
 	}
 	if testing.Short() {
 		return m.Run()
 	}
-	c, err := localcluster.Start(context.Background(), localcluster.Options{ControllerManager: controllerManager, Log: logWriter()})
+	if opts.Log == nil {
+		opts.Log = logWriter()
+	}
+	c, err := localcluster.Start(context.Background(), opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting local control plane: %v\n", err)
 		return 1

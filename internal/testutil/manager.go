@@ -115,7 +115,7 @@ func AdminClient(c *localcluster.Cluster) (client.Client, error) {
 // client, then runs a manager as OriaUser (oria's own RBAC, not
 // cluster-admin) with the controllers setup registers, and sets *mgr to it.
 func RunWithManager(m *testing.M, cluster **localcluster.Cluster, admin *client.Client, mgr *ctrl.Manager, setup func(ctrl.Manager) error) {
-	RunMain(m, cluster, false, func() (func(int), error) {
+	RunMain(m, cluster, localcluster.Options{}, func() (func(int), error) {
 		var err error
 		if *admin, err = AdminClient(*cluster); err != nil {
 			return nil, err

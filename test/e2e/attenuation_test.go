@@ -63,7 +63,7 @@ func readyOf(t require.TestingT, obj client.Object, conds func() []metav1.Condit
 // ServiceAccount. Granting the ceiling secrets in one namespace lets that
 // namespace's binding appear, with no other change.
 func TestAttenuatedScopeInstance(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	for _, n := range []string{"widget-system", "widgets-a", "widgets-b", "widgets-c"} {
 		ns := testutil.Namespace(n, nil)
@@ -113,7 +113,7 @@ func TestAttenuatedScopeInstance(t *testing.T) {
 // TestAttenuatedRBACPolicy: the same ceiling through an RBACPolicy, and a
 // user who may not impersonate the ServiceAccount cannot name it.
 func TestAttenuatedRBACPolicy(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	crd := extensionWithAPI(t, oriav1alpha1.RBACModeFineGrained)
 	saNS := createNamespace(t, "ceiling", nil)

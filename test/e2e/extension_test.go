@@ -3,14 +3,12 @@ package e2e
 import (
 	"context"
 	"testing"
-	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,6 +29,7 @@ import (
 //     CRD itself (cluster-scoped, which a RoleBinding cannot grant).
 //   - FineGrained and Unmanaged: none of them can.
 func TestExtensionRBACModes(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	grp := testutil.UniqueName("e2e") + ".example.com"
 	crdName := "widgets." + grp
@@ -60,6 +59,11 @@ func TestExtensionRBACModes(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: clusterViewer}},
 	})
+
+	var generatedRoles []client.Object
+	for _, k := range names.RoleKinds {
+		generatedRoles = append(generatedRoles, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: names.ExtensionRole(crdName, k)}})
+	}
 
 	cr := func(user, verb, namespace string) testutil.Access {
 		return testutil.Access{User: user, Verb: verb, Group: grp, Resource: "widgets", Namespace: namespace}
@@ -93,7 +97,7 @@ func TestExtensionRBACModes(t *testing.T) {
 	})
 
 	t.Run("FineGrained", func(t *testing.T) {
-		setRBACMode(t, ext.Name, oriav1alpha1.RBACModeFineGrained)
+		testutil.SetRBACMode(t, k8sClient, ext.Name, oriav1alpha1.RBACModeFineGrained)
 		waitExtensionCondition(t, ext.Name, metav1.ConditionTrue, oriav1alpha1.ReasonFineGrained)
 		// The roles exist, for RBACPolicies to bind, but aggregate nowhere.
 		for _, k := range names.RoleKinds {
@@ -105,39 +109,33 @@ func TestExtensionRBACModes(t *testing.T) {
 	})
 
 	t.Run("Legacy again", func(t *testing.T) {
-		setRBACMode(t, ext.Name, oriav1alpha1.RBACModeLegacy)
+		testutil.SetRBACMode(t, k8sClient, ext.Name, oriav1alpha1.RBACModeLegacy)
 		waitExtensionCondition(t, ext.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy)
 		eventuallyAccess(t, true, granted...)
 	})
 
 	t.Run("Unmanaged", func(t *testing.T) {
-		setRBACMode(t, ext.Name, oriav1alpha1.RBACModeUnmanaged)
+		testutil.SetRBACMode(t, k8sClient, ext.Name, oriav1alpha1.RBACModeUnmanaged)
 		cond := waitExtensionCondition(t, ext.Name, metav1.ConditionFalse, oriav1alpha1.ReasonUnmanaged)
 		assert.Contains(t, cond.Message, "not managed by oria")
-		require.Eventually(t, func() bool {
-			for _, k := range names.RoleKinds {
-				if !apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: names.ExtensionRole(crdName, k)}, &rbacv1.ClusterRole{})) {
-					return false
-				}
-			}
-			return true
-		}, time.Minute, 100*time.Millisecond, "generated roles not removed")
+		// The generated roles are removed.
+		testutil.EventuallyGone(t, k8sClient, generatedRoles...)
 		eventuallyAccess(t, false, append(granted, neverGranted...)...)
 	})
 
 	t.Run("default mode of the binary is Unmanaged", func(t *testing.T) {
 		// The suite runs oria with --default-rbac-mode=Unmanaged: removing
 		// the annotation keeps the extension unmanaged.
-		setRBACMode(t, ext.Name, oriav1alpha1.RBACModeLegacy)
+		testutil.SetRBACMode(t, k8sClient, ext.Name, oriav1alpha1.RBACModeLegacy)
 		eventuallyAccess(t, true, granted...)
-		setRBACMode(t, ext.Name, "")
+		testutil.SetRBACMode(t, k8sClient, ext.Name, "")
 		cond := waitExtensionCondition(t, ext.Name, metav1.ConditionFalse, oriav1alpha1.ReasonUnmanaged)
 		assert.Contains(t, cond.Message, "default")
 		eventuallyAccess(t, false, granted...)
 	})
 
 	t.Run("uninstall revokes access", func(t *testing.T) {
-		setRBACMode(t, ext.Name, oriav1alpha1.RBACModeLegacy)
+		testutil.SetRBACMode(t, k8sClient, ext.Name, oriav1alpha1.RBACModeLegacy)
 		eventuallyAccess(t, true, granted...)
 		require.NoError(t, k8sClient.Delete(ctx, ext))
 		eventuallyAccess(t, false, granted...)
@@ -147,38 +145,11 @@ func TestExtensionRBACModes(t *testing.T) {
 	})
 }
 
-// setRBACMode sets the rbac-mode annotation as
-// `kubectl annotate --overwrite` would; mode "" removes it.
-func setRBACMode(t *testing.T, name string, mode oriav1alpha1.RBACMode) {
-	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		ce := &ocv1.ClusterExtension{}
-		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, ce))
-		if mode == "" {
-			delete(ce.Annotations, oriav1alpha1.AnnotationRBACMode)
-		} else {
-			if ce.Annotations == nil {
-				ce.Annotations = map[string]string{}
-			}
-			ce.Annotations[oriav1alpha1.AnnotationRBACMode] = string(mode)
-		}
-		require.NoError(c, k8sClient.Update(context.Background(), ce))
-	}, 30*time.Second, 100*time.Millisecond)
-}
-
 // waitExtensionCondition is `kubectl wait --for=condition=RBACManaged` with a
 // reason check; it returns the condition.
 func waitExtensionCondition(t *testing.T, name string, status metav1.ConditionStatus, reason string) metav1.Condition {
 	t.Helper()
-	var cond metav1.Condition
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		ce := &ocv1.ClusterExtension{}
-		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, ce))
-		got := meta.FindStatusCondition(ce.Status.Conditions, oriav1alpha1.TypeRBACManaged)
-		require.NotNil(c, got, "no RBACManaged condition yet")
-		require.Equal(c, reason, got.Reason, got.Message)
-		require.Equal(c, status, got.Status, got.Message)
-		cond = *got
-	}, time.Minute, 100*time.Millisecond)
+	_, cond := testutil.EventuallyCondition(t, k8sClient, &ocv1.ClusterExtension{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		testutil.Condition{Type: oriav1alpha1.TypeRBACManaged, Status: status, Reason: reason})
 	return cond
 }

@@ -11,9 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -22,6 +20,7 @@ import (
 )
 
 func TestOriaServesHealthAndMetrics(t *testing.T) {
+	testutil.NeedCluster(t)
 	for _, path := range []string{"/healthz", "/readyz"} {
 		status, body := httpGet(oria.HealthURL + path)
 		assert.Equal(t, http.StatusOK, status, "%s: %s", path, body)
@@ -37,6 +36,7 @@ func TestOriaServesHealthAndMetrics(t *testing.T) {
 }
 
 func TestLeaderElectionLease(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		lease := &coordinationv1.Lease{}
@@ -46,10 +46,11 @@ func TestLeaderElectionLease(t *testing.T) {
 		if assert.NotNil(c, lease.Spec.HolderIdentity) {
 			assert.NotEmpty(c, *lease.Spec.HolderIdentity)
 		}
-	}, time.Minute, 200*time.Millisecond)
+	}, testutil.Timeout, testutil.Interval)
 }
 
 func TestClusterExtensionRoundTrip(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	name := testutil.UniqueName("roundtrip")
 	ce := testutil.ClusterExtension(name, oriav1alpha1.RBACModeFineGrained)
@@ -62,15 +63,14 @@ func TestClusterExtensionRoundTrip(t *testing.T) {
 	assert.Equal(t, "FineGrained", got.Annotations[oriav1alpha1.AnnotationRBACMode])
 
 	require.NoError(t, k8sClient.Delete(ctx, got))
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: name}, &ocv1.ClusterExtension{}))
-	}, 30*time.Second, 100*time.Millisecond)
+	testutil.EventuallyGone(t, k8sClient, got)
 }
 
 // TestControllerManagerRuns proves the control plane is complete: the
 // aggregation controller filled the built-in admin role, and the namespace
 // controller finishes a namespace deletion.
 func TestControllerManagerRuns(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	admin := &rbacv1.ClusterRole{}
 	require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Name: "admin"}, admin))
@@ -80,15 +80,13 @@ func TestControllerManagerRuns(t *testing.T) {
 	ns := testutil.Namespace(testutil.UniqueName("e2e-ns"), nil)
 	require.NoError(t, k8sClient.Create(ctx, ns))
 	require.NoError(t, k8sClient.Delete(ctx, ns))
-	require.Eventually(t, func() bool {
-		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
-		return apierrors.IsNotFound(err)
-	}, time.Minute, 200*time.Millisecond, "namespace deletion must complete")
+	testutil.EventuallyGone(t, k8sClient, ns) // the namespace controller completes the deletion
 }
 
 // TestInvalidFlagExitsWithMessage runs the binary the way a user would with
 // a mistyped flag value.
 func TestInvalidFlagExitsWithMessage(t *testing.T) {
+	testutil.NeedCluster(t)
 	out, err := runBinary(t, "--default-rbac-mode=Sometimes")
 	require.Error(t, err)
 	assert.Contains(t, out, `invalid --default-rbac-mode "Sometimes": must be one of Legacy, FineGrained, Unmanaged`)

@@ -35,6 +35,7 @@ func extensionWithAPI(t *testing.T, mode oriav1alpha1.RBACMode) *apiextensionsv1
 // RBACPolicy, exactly as far as Kubernetes would let them bind it by hand,
 // and no further.
 func TestGuardDelegation(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	carol, asCarol := delegate(t, "carol")
 	teamA := createNamespace(t, "team-a", nil)
@@ -115,6 +116,7 @@ func TestGuardDelegation(t *testing.T) {
 // guard for anything, which oria needs to write the ScopeTemplates and
 // ScopeInstances it compiles from RBACPolicies.
 func TestGuardAdmitsOria(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	cfg, err := testutil.OriaConfig(ctx, cluster, k8sClient)
 	require.NoError(t, err)
@@ -134,6 +136,7 @@ func TestGuardAdmitsOria(t *testing.T) {
 // TestGuardFailsClosed: with oria stopped, no oria object can be written,
 // and the API server's message names the guard.
 func TestGuardFailsClosed(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	tmpl := scopeTemplate(testutil.UniqueName("guard-closed"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, userSubject("nobody"))
 	cleanup(t, tmpl)
@@ -166,6 +169,7 @@ func TestGuardFailsClosed(t *testing.T) {
 // member of platform-team binds view and edit in team-a through oria, and
 // is refused team-b.
 func TestGuardDelegationSample(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	applySample(t, "tour-extension.yaml")
 	applySample(t, "delegate-platform-team.yaml")

@@ -29,7 +29,6 @@ const guardDenied = `admission webhook "escalation-guard.oria.operatorframework.
 // scoping), and returns their name and a client acting as them.
 func delegate(t *testing.T, prefix string) (string, client.Client) {
 	t.Helper()
-	ctx := context.Background()
 	name := testutil.UniqueName(prefix)
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "oria-delegate-" + name},
@@ -45,8 +44,7 @@ func delegate(t *testing.T, prefix string) (string, client.Client) {
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}},
 	}
 	for _, o := range []client.Object{role, crb} {
-		require.NoError(t, k8sClient.Create(ctx, o))
-		t.Cleanup(func() { _ = k8sClient.Delete(ctx, o) })
+		testutil.Create(t, k8sClient, o)
 	}
 	return name, impersonate(t, name)
 }
@@ -119,6 +117,7 @@ func userSubject(name string) rbacv1.Subject {
 // admission with a message naming the missing right; SubjectAccessReviews
 // confirm the user gained nothing.
 func TestGuardRefusesEscalation(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	bob, asBob := delegate(t, "bob")
 	other := createNamespace(t, "guard-other", nil)

@@ -50,67 +50,45 @@ var (
 var oriaArgs = []string{"--default-rbac-mode=Unmanaged", "--leader-elect", "--leader-election-namespace=kube-system"}
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	for _, a := range os.Args[1:] {
-		if a == "-test.short" || a == "-test.short=true" {
-			fmt.Println("e2e: skipped with -short")
-			return 0
-		}
-	}
-	ctx := context.Background()
-	tmp, err := os.MkdirTemp("", "oria-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-
-	bin, err := oriaproc.Build(localcluster.RepoRoot(), tmp)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-
-	kcmLog, err := os.Create(filepath.Join(tmp, "kube-controller-manager.log"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer kcmLog.Close()
+	// kube-controller-manager and a separate oria process: give every wait
+	// more time than in the integration suites.
+	testutil.Timeout, testutil.Interval = time.Minute, 100*time.Millisecond
 	// The escalation guard is installed as in a real cluster (failurePolicy
 	// Fail): every write of an oria object, the tests' and oria's own, goes
 	// through it.
-	cluster, err = localcluster.Start(ctx, localcluster.Options{ControllerManager: true, Log: kcmLog, Webhook: true})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting local control plane: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := cluster.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping local control plane: %v\n", err)
-		}
-	}()
-	if k8sClient, err = testutil.AdminClient(cluster); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	testutil.RunMain(m, &cluster, localcluster.Options{ControllerManager: true, Webhook: true}, setupOria)
+}
 
-	oriaBin, oriaLog = bin, filepath.Join(tmp, "oria.log")
-	oria, err = startOria(ctx)
+// setupOria builds ./cmd/oria and runs it against the control plane, and
+// sets k8sClient. Its teardown stops oria and, when a test failed, prints
+// the end of oria's log.
+func setupOria() (func(int), error) {
+	tmp, err := os.MkdirTemp("", "oria-e2e-")
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting oria: %v\n", err)
-		tail(filepath.Join(tmp, "oria.log"), 50)
-		return 1
+		return nil, err
 	}
-	code := m.Run()
-	oria.Stop()
-	if code != 0 {
-		tail(oria.LogPath, 200)
+	oriaLog = filepath.Join(tmp, "oria.log")
+	oriaBin, err = oriaproc.Build(localcluster.RepoRoot(), tmp)
+	if err == nil {
+		k8sClient, err = testutil.AdminClient(cluster)
 	}
-	return code
+	if err == nil {
+		if oria, err = startOria(context.Background()); err != nil {
+			tail(oriaLog, 50)
+			err = fmt.Errorf("starting oria: %w", err)
+		}
+	}
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
+	}
+	return func(code int) {
+		oria.Stop()
+		if code != 0 {
+			tail(oria.LogPath, 200)
+		}
+		_ = os.RemoveAll(tmp)
+	}, nil
 }
 
 // startOria starts the oria binary with oriaArgs and the flags that make it
@@ -232,5 +210,5 @@ func eventuallyAccess(t *testing.T, want bool, checks ...testutil.Access) {
 		for _, a := range checks {
 			assert.Equal(c, want, can(c, a), "%s", a)
 		}
-	}, time.Minute, 100*time.Millisecond)
+	}, testutil.Timeout, testutil.Interval)
 }

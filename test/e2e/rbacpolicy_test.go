@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -21,9 +20,10 @@ import (
 // samples the user guide shows, checking access with SubjectAccessReviews
 // (and kubectl auth can-i where kubectl is installed).
 func TestRBACPolicyAsAnAdminWouldCheckIt(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	applySample(t, "tour-extension.yaml")
-	setExtensionMode(t, "argocd", oriav1alpha1.RBACModeFineGrained)
+	testutil.SetRBACMode(t, k8sClient, "argocd", oriav1alpha1.RBACModeFineGrained)
 
 	alice := func(verb, ns string) testutil.Access {
 		return testutil.Access{User: "alice", Groups: []string{"developers"}, Verb: verb, Group: "argoproj.io", Resource: "applications", Namespace: ns}
@@ -67,45 +67,26 @@ func TestRBACPolicyAsAnAdminWouldCheckIt(t *testing.T) {
 // TestRBACPolicySelectorSample applies the selector sample: a ServiceAccount
 // gains access in namespaces as they are labelled.
 func TestRBACPolicySelectorSample(t *testing.T) {
+	testutil.NeedCluster(t)
 	applySample(t, "tour-extension.yaml")
-	setExtensionMode(t, "argocd", oriav1alpha1.RBACModeFineGrained)
+	testutil.SetRBACMode(t, k8sClient, "argocd", oriav1alpha1.RBACModeFineGrained)
 	applySample(t, "rbacpolicy-selector.yaml")
 	waitPolicyReady(t, "argocd-ci-dev")
 
-	ctx := context.Background()
-	ns := testutil.Namespace(testutil.UniqueName("dev"), map[string]string{"env": "dev"})
-	testutil.Create(t, k8sClient, ns)
+	ns := testutil.CreateNamespace(t, k8sClient, "dev", map[string]string{"env": "dev"})
 	deployer := testutil.Access{User: "system:serviceaccount:ci:deployer", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:ci"},
-		Verb: "create", Group: "argoproj.io", Resource: "applications", Namespace: ns.Name}
+		Verb: "create", Group: "argoproj.io", Resource: "applications", Namespace: ns}
 	eventuallyAccess(t, true, deployer)
 	other := deployer
 	other.Namespace = "team-a"
 	eventuallyAccess(t, false, other)
 }
 
-func setExtensionMode(t *testing.T, name string, mode oriav1alpha1.RBACMode) {
-	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		ce := &ocv1.ClusterExtension{}
-		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, ce))
-		if ce.Annotations == nil {
-			ce.Annotations = map[string]string{}
-		}
-		ce.Annotations[oriav1alpha1.AnnotationRBACMode] = string(mode)
-		require.NoError(c, k8sClient.Update(context.Background(), ce))
-	}, 30*time.Second, 100*time.Millisecond)
-}
-
 // waitPolicyReady is `kubectl wait --for=condition=Ready rbacpolicy/<name>`.
 func waitPolicyReady(t *testing.T, name string) {
 	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		p := &oriav1alpha1.RBACPolicy{}
-		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, p))
-		cond := meta.FindStatusCondition(p.Status.Conditions, oriav1alpha1.TypeReady)
-		require.NotNil(c, cond, "no Ready condition yet")
-		assert.Equal(c, "True", string(cond.Status), "%s: %s", cond.Reason, cond.Message)
-	}, time.Minute, 100*time.Millisecond)
+	testutil.EventuallyCondition(t, k8sClient, &oriav1alpha1.RBACPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		testutil.Condition{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionTrue})
 }
 
 // kubectlCanI runs `kubectl auth can-i --as=alice --as-group=developers` when

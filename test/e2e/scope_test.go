@@ -3,16 +3,13 @@ package e2e
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -26,6 +23,7 @@ import (
 // everywhere; with a selector, a namespace labelled to match gains access
 // and one unlabelled loses it.
 func TestScopeInstanceStory(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	operators := createNamespace(t, "operators", nil)
 	foo := createNamespace(t, "foo", nil)
@@ -76,7 +74,7 @@ func TestScopeInstanceStory(t *testing.T) {
 		var rbs rbacv1.RoleBindingList
 		assert.NoError(c, k8sClient.List(ctx, &rbs, client.MatchingLabels{oriav1alpha1.LabelScopeInstance: si.Name}))
 		assert.Empty(c, rbs.Items, "cluster-wide, the RoleBindings are gone")
-	}, time.Minute, 100*time.Millisecond)
+	}, testutil.Timeout, testutil.Interval)
 
 	// A selector: only labelled namespaces.
 	team := testutil.UniqueName("team")
@@ -101,7 +99,7 @@ func TestScopeInstanceStory(t *testing.T) {
 		got := &oriav1alpha1.ScopeInstance{}
 		require.NoError(c, k8sClient.Get(ctx, client.ObjectKeyFromObject(si), got))
 		assert.ElementsMatch(c, []string{foo, qux}, got.Status.BoundNamespaces)
-	}, time.Minute, 100*time.Millisecond)
+	}, testutil.Timeout, testutil.Interval)
 
 	// Deleting the instance revokes, and the template, no longer used,
 	// removes its inline role.
@@ -111,9 +109,8 @@ func TestScopeInstanceStory(t *testing.T) {
 	require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(tmpl), st))
 	require.Len(t, st.Status.ClusterRoles, 1)
 	inline := st.Status.ClusterRoles[0]
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Name: inline}, &rbacv1.ClusterRole{}))
-	}, time.Minute, 100*time.Millisecond, "an unused template's inline role is removed")
+	// An unused template's inline role is removed.
+	testutil.EventuallyGone(t, k8sClient, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: inline}})
 }
 
 // TestScopeSamples applies the ScopeTemplate and ScopeInstance samples (the
@@ -121,6 +118,7 @@ func TestScopeInstanceStory(t *testing.T) {
 // namespaces foo and bar, and of every namespace labelled fooKey=barValue,
 // may manage pods and services there.
 func TestScopeSamples(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	for _, name := range []string{"foo", "bar"} {
 		ns := testutil.Namespace(name, nil)
@@ -164,6 +162,7 @@ func TestScopeSamples(t *testing.T) {
 // dependents to the collector (the instance still exists while they go), so
 // this checks the ownerReferences, not oria's own cleanup.
 func TestScopeGarbageCollection(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	ns := createNamespace(t, "gc", nil)
 	tmpl := &oriav1alpha1.ScopeTemplate{
@@ -184,9 +183,7 @@ func TestScopeGarbageCollection(t *testing.T) {
 	eventuallyAccess(t, true, user)
 
 	require.NoError(t, k8sClient.Delete(ctx, si, client.PropagationPolicy(metav1.DeletePropagationForeground)))
-	require.Eventually(t, func() bool {
-		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(si), &oriav1alpha1.ScopeInstance{}))
-	}, time.Minute, 100*time.Millisecond)
+	testutil.EventuallyGone(t, k8sClient, si)
 	eventuallyAccess(t, false, user)
 }
 
@@ -194,17 +191,8 @@ func TestScopeGarbageCollection(t *testing.T) {
 // current generation.
 func waitScopeInstanceReady(t *testing.T, name string) *oriav1alpha1.ScopeInstance {
 	t.Helper()
-	si := &oriav1alpha1.ScopeInstance{}
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		if !assert.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, si)) {
-			return
-		}
-		cond := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady)
-		if assert.NotNil(c, cond) {
-			assert.Equal(c, si.Generation, cond.ObservedGeneration)
-			assert.Equal(c, metav1.ConditionTrue, cond.Status, "%s: %s", cond.Reason, cond.Message)
-		}
-	}, time.Minute, 100*time.Millisecond)
+	si, _ := testutil.EventuallyCondition(t, k8sClient, &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		testutil.Condition{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionTrue})
 	return si
 }
 
@@ -212,9 +200,7 @@ func waitScopeInstanceReady(t *testing.T, name string) *oriav1alpha1.ScopeInstan
 // when the test ends.
 func createNamespace(t *testing.T, prefix string, labels map[string]string) string {
 	t.Helper()
-	ns := testutil.Namespace(testutil.UniqueName(prefix), labels)
-	testutil.Create(t, k8sClient, ns)
-	return ns.Name
+	return testutil.CreateNamespace(t, k8sClient, prefix, labels)
 }
 
 // label replaces a namespace's labels.
@@ -228,11 +214,5 @@ func label(t *testing.T, name string, labels map[string]string) {
 // wrote the status in between.
 func update[T client.Object](t *testing.T, obj T, change func()) {
 	t.Helper()
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		change()
-		return k8sClient.Update(context.Background(), obj)
-	}))
+	testutil.Update(t, k8sClient, obj, change)
 }

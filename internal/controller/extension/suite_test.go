@@ -33,7 +33,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	testutil.RunMain(m, &cluster, false, func() (func(int), error) {
+	testutil.RunMain(m, &cluster, localcluster.Options{}, func() (func(int), error) {
 		var err error
 		k8sClient, err = testutil.AdminClient(cluster)
 		return nil, err
