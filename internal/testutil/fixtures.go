@@ -36,11 +36,7 @@ func CreateNamespace(t testing.TB, c client.Client, prefix string, labels map[st
 // conflict), it reads, changes and writes again.
 func Update[T client.Object](t testing.TB, c client.Client, obj T, change func(), opts ...client.UpdateOption) {
 	t.Helper()
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		change()
+	require.NoError(t, retryOnConflict(c, obj, change, func() error {
 		return c.Update(context.Background(), obj, opts...)
 	}), "updating %T %s", obj, obj.GetName())
 }
@@ -48,13 +44,21 @@ func Update[T client.Object](t testing.TB, c client.Client, obj T, change func()
 // UpdateStatus is Update for the status subresource.
 func UpdateStatus[T client.Object](t testing.TB, c client.Client, obj T, change func(), opts ...client.SubResourceUpdateOption) {
 	t.Helper()
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	require.NoError(t, retryOnConflict(c, obj, change, func() error {
+		return c.Status().Update(context.Background(), obj, opts...)
+	}), "updating the status of %T %s", obj, obj.GetName())
+}
+
+// retryOnConflict gets obj, changes it and writes it, again while the write
+// conflicts.
+func retryOnConflict(c client.Reader, obj client.Object, change func(), write func() error) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
 		change()
-		return c.Status().Update(context.Background(), obj, opts...)
-	}), "updating the status of %T %s", obj, obj.GetName())
+		return write()
+	})
 }
 
 // SetRBACMode sets the rbac-mode annotation of the named ClusterExtension

@@ -114,13 +114,14 @@ func AdminClient(c *localcluster.Cluster) (client.Client, error) {
 // once the control plane is up it sets *admin to an uncached cluster-admin
 // client, then runs a manager as OriaUser (oria's own RBAC, not
 // cluster-admin) with the controllers setup registers, and sets *mgr to it.
-func RunWithManager(m *testing.M, cluster **localcluster.Cluster, admin *client.Client, mgr *ctrl.Manager, setup func(ctrl.Manager) error) {
-	RunMain(m, cluster, localcluster.Options{}, func() (func(int), error) {
+func RunWithManager(m *testing.M, admin *client.Client, mgr *ctrl.Manager, setup func(ctrl.Manager) error) {
+	var cluster *localcluster.Cluster
+	RunMain(m, &cluster, localcluster.Options{}, func() (func(int), error) {
 		var err error
-		if *admin, err = AdminClient(*cluster); err != nil {
+		if *admin, err = AdminClient(cluster); err != nil {
 			return nil, err
 		}
-		cfg, err := OriaConfig(context.Background(), *cluster, *admin)
+		cfg, err := OriaConfig(context.Background(), cluster, *admin)
 		if err != nil {
 			return nil, err
 		}

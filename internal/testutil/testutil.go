@@ -14,6 +14,7 @@ import (
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -260,4 +261,32 @@ func (s *countingSubResourceClient) Patch(ctx context.Context, obj client.Object
 func (s *countingSubResourceClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	s.w.add(s.sub+" apply", obj)
 	return s.SubResourceClient.Apply(ctx, obj, opts...)
+}
+
+// User is an RBAC subject for the named user.
+func User(name string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.UserKind, Name: name, APIGroup: rbacv1.GroupName}
+}
+
+// ServiceAccount is an RBAC subject for a ServiceAccount (ns may be empty:
+// in a ScopeTemplate that means the namespace of each binding).
+func ServiceAccount(name, ns string) rbacv1.Subject {
+	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}
+}
+
+// PodReaderRules returns rules that get, list and watch pods.
+func PodReaderRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}
+}
+
+// ScopeTemplate returns a ScopeTemplate with the ClusterRoles and the
+// binding subjects.
+func ScopeTemplate(name string, roles []oriav1alpha1.ClusterRoleTemplate, subjects ...rbacv1.Subject) *oriav1alpha1.ScopeTemplate {
+	return &oriav1alpha1.ScopeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: oriav1alpha1.ScopeTemplateSpec{
+			ClusterRoles:    roles,
+			BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: subjects},
+		},
+	}
 }

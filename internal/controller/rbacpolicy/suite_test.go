@@ -17,11 +17,9 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
 	"github.com/operator-framework/oria/internal/testutil"
-	"github.com/operator-framework/oria/test/localcluster"
 )
 
 var (
-	cluster   *localcluster.Cluster
 	k8sClient client.Client
 	// mgr runs only the RBACPolicy controller, as oria's own RBAC.
 	mgr ctrl.Manager
@@ -32,7 +30,7 @@ var (
 // writing ScopeInstance status, which isolates the policy's own logic (the
 // whole chain runs in test/e2e).
 func TestMain(m *testing.M) {
-	testutil.RunWithManager(m, &cluster, &k8sClient, &mgr, func(mg ctrl.Manager) error {
+	testutil.RunWithManager(m, &k8sClient, &mgr, func(mg ctrl.Manager) error {
 		return rbacpolicy.SetupWithManager(mg, rbacpolicy.Options{
 			DefaultMode: oriav1alpha1.RBACModeUnmanaged, MaxConcurrentReconciles: 2, ConflictRecheckInterval: time.Second})
 	})

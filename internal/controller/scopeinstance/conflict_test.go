@@ -22,13 +22,13 @@ func TestConflict(t *testing.T) {
 	ctx := context.Background()
 	good := namespace(t, "good", nil)
 	taken := namespace(t, "taken", nil)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("alice"))
 	create(t, tmpl)
 	siName := testutil.UniqueName("si")
 	foreign := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: binding.BindingName(siName, "view"), Namespace: taken, Labels: map[string]string{"mine": "yes"}},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
-		Subjects:   []rbacv1.Subject{user("mallory")},
+		Subjects:   []rbacv1.Subject{testutil.User("mallory")},
 	}
 	create(t, foreign)
 	si := newInstance(siName, tmpl.Name, []string{good, taken}, nil)
@@ -43,7 +43,7 @@ func TestConflict(t *testing.T) {
 	after := get(t, foreign.Name, taken, &rbacv1.RoleBinding{})
 	assert.Equal(t, foreign.Labels, after.Labels, "the foreign binding is not modified")
 	assert.Equal(t, "edit", after.RoleRef.Name)
-	assert.Equal(t, []rbacv1.Subject{user("mallory")}, after.Subjects)
+	assert.Equal(t, []rbacv1.Subject{testutil.User("mallory")}, after.Subjects)
 	testutil.EventuallyEvents(t, k8sClient, "ScopeInstance", si.Name, scopeinstance.EventConflict)
 
 	require.NoError(t, k8sClient.Delete(ctx, foreign))
@@ -58,7 +58,7 @@ func TestConflict(t *testing.T) {
 func TestRoleRefChangeReplacesBinding(t *testing.T) {
 	testutil.NeedCluster(t)
 	ns := namespace(t, "rr", nil)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}, {Name: "edit"}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}, {Name: "edit"}}, testutil.User("alice"))
 	create(t, tmpl)
 	siName := testutil.UniqueName("si")
 
@@ -72,12 +72,12 @@ func TestRoleRefChangeReplacesBinding(t *testing.T) {
 	wrongRef := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: binding.BindingName(siName, "view"), Namespace: ns, Labels: labels},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
-		Subjects:   []rbacv1.Subject{user("alice")},
+		Subjects:   []rbacv1.Subject{testutil.User("alice")},
 	}
 	orphan := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: binding.BindingName(siName, "edit"), Namespace: ns, Labels: labels},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
-		Subjects:   []rbacv1.Subject{user("alice")},
+		Subjects:   []rbacv1.Subject{testutil.User("alice")},
 	}
 	create(t, wrongRef)
 	create(t, orphan)
@@ -111,7 +111,7 @@ func TestInlineRoleConflict(t *testing.T) {
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
 	}
 	create(t, foreign)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: roleName, Rules: podRules}, {Name: "view"}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: roleName, Rules: podRules}, {Name: "view"}}, testutil.User("alice"))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{ns}, nil)
 	create(t, si)

@@ -23,7 +23,7 @@ func TestDriftIsRepaired(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "drift", nil)
 	other := namespace(t, "drift", nil)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("alice"))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{ns, other}, nil)
 	create(t, si)
@@ -43,10 +43,10 @@ func TestDriftIsRepaired(t *testing.T) {
 	// Subjects edited: restored.
 	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 	update(t, rb, func() {
-		rb.Subjects = append(rb.Subjects, user("mallory"))
+		rb.Subjects = append(rb.Subjects, testutil.User("mallory"))
 	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Equal(c, []rbacv1.Subject{user("alice")}, get(c, name, ns, &rbacv1.RoleBinding{}).Subjects)
+		assert.Equal(c, []rbacv1.Subject{testutil.User("alice")}, get(c, name, ns, &rbacv1.RoleBinding{}).Subjects)
 	}, testutil.Timeout, testutil.Interval)
 
 	// oria's labels removed (the object leaves oria's cache): restored,
@@ -54,13 +54,13 @@ func TestDriftIsRepaired(t *testing.T) {
 	rb = &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: other}}
 	update(t, rb, func() {
 		rb.Labels = map[string]string{"kept": "yes"}
-		rb.Subjects = []rbacv1.Subject{user("mallory")}
+		rb.Subjects = []rbacv1.Subject{testutil.User("mallory")}
 	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		got := get(c, name, other, &rbacv1.RoleBinding{})
 		assert.Equal(c, si.Name, got.Labels[oriav1alpha1.LabelScopeInstance])
 		assert.Equal(c, "yes", got.Labels["kept"], "labels oria does not own are kept")
-		assert.Equal(c, []rbacv1.Subject{user("alice")}, got.Subjects)
+		assert.Equal(c, []rbacv1.Subject{testutil.User("alice")}, got.Subjects)
 	}, testutil.Timeout, testutil.Interval)
 	eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
 }
@@ -71,7 +71,7 @@ func TestInstanceDeleteRemovesBindings(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
 	ns := namespace(t, "del", nil)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("alice"))
 	create(t, tmpl)
 	nsInst := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{ns}, nil)
 	cwInst := newInstance(testutil.UniqueName("si"), tmpl.Name, nil, nil)
@@ -96,9 +96,9 @@ func TestUnchangedWorldWritesNothing(t *testing.T) {
 		nss = append(nss, namespace(t, "quiet", map[string]string{"team": team}))
 	}
 	missing := testutil.UniqueName("absent")
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{
 		{Name: "view"}, {GenerateName: "pods-", Rules: podRules},
-	}, sa("bot", ""), user("alice"))
+	}, testutil.ServiceAccount("bot", ""), testutil.User("alice"))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{missing}, matchLabels("team", team))
 	cw := newInstance(testutil.UniqueName("si"), tmpl.Name, nil, nil) // InvalidSubject: a terminal state is quiet too

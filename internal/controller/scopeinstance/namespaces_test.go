@@ -31,7 +31,7 @@ func TestNamespacesAreLive(t *testing.T) {
 	other := namespace(t, "other", nil)
 
 	view := podReader(t)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: view}}, sa("bot", ""), user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: view}}, testutil.ServiceAccount("bot", ""), testutil.User("alice"))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{listed}, matchLabels("team", team))
 	create(t, si)
@@ -56,7 +56,7 @@ func TestNamespacesAreLive(t *testing.T) {
 	assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: view}, rb.RoleRef)
 	assert.Equal(t, []rbacv1.Subject{
 		{Kind: rbacv1.ServiceAccountKind, Name: "bot", Namespace: selected},
-		user("alice"),
+		testutil.User("alice"),
 	}, rb.Subjects)
 	allowed, err := testutil.Allowed(ctx, k8sClient, testutil.Access{
 		User: "system:serviceaccount:" + selected + ":bot", Verb: "list", Resource: "pods", Namespace: selected})
@@ -107,7 +107,7 @@ func TestMissingNamespaceIsBoundWhenCreated(t *testing.T) {
 	present := namespace(t, "present", nil)
 	missing := testutil.UniqueName("missing")
 
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("alice"))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{present, missing}, nil)
 	create(t, si)
@@ -132,8 +132,8 @@ func TestClusterWide(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t, "cw", nil)
 	view := podReader(t)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: view}, {Name: "edit"}},
-		sa("bot", ns), user("bob"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: view}, {Name: "edit"}},
+		testutil.ServiceAccount("bot", ns), testutil.User("bob"))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, nil, nil)
 	create(t, si)
@@ -144,7 +144,7 @@ func TestClusterWide(t *testing.T) {
 	for _, role := range []string{view, "edit"} {
 		crb := get(t, binding.BindingName(si.Name, role), "", &rbacv1.ClusterRoleBinding{})
 		assert.Equal(t, role, crb.RoleRef.Name)
-		assert.Equal(t, []rbacv1.Subject{sa("bot", ns), user("bob")}, crb.Subjects)
+		assert.Equal(t, []rbacv1.Subject{testutil.ServiceAccount("bot", ns), testutil.User("bob")}, crb.Subjects)
 		assert.Equal(t, si.Name, crb.Labels[oriav1alpha1.LabelScopeInstance])
 	}
 	allowed, err := testutil.Allowed(ctx, k8sClient, testutil.Access{User: "bob", Verb: "list", Resource: "pods", Namespace: "kube-system"})
@@ -154,7 +154,7 @@ func TestClusterWide(t *testing.T) {
 	// A ServiceAccount without namespace is invalid cluster-wide; nothing
 	// is removed while the spec is wrong.
 	update(t, tmpl, func() {
-		tmpl.Spec.BindingTemplate.Subjects = append(tmpl.Spec.BindingTemplate.Subjects, sa("nons", ""))
+		tmpl.Spec.BindingTemplate.Subjects = append(tmpl.Spec.BindingTemplate.Subjects, testutil.ServiceAccount("nons", ""))
 	})
 	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidSubject)
 	_, cond := ready(t, si.Name)
@@ -180,7 +180,7 @@ func TestTerminatingNamespaceIsSkipped(t *testing.T) {
 	team := testutil.UniqueName("team")
 	live := namespace(t, "live", map[string]string{"team": team})
 	dying := namespace(t, "dying", map[string]string{"team": team})
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("alice"))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, nil, matchLabels("team", team))
 	create(t, si)
@@ -253,7 +253,7 @@ func TestOneBadNamespaceDoesNotBlockTheOthers(t *testing.T) {
 		probe := &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: bad},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
-			Subjects:   []rbacv1.Subject{user("probe")},
+			Subjects:   []rbacv1.Subject{testutil.User("probe")},
 		}
 		if err := k8sClient.Create(ctx, probe); err == nil {
 			_ = k8sClient.Delete(ctx, probe)
@@ -262,7 +262,7 @@ func TestOneBadNamespaceDoesNotBlockTheOthers(t *testing.T) {
 		return true
 	}, testutil.Timeout, testutil.Interval)
 
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("alice"))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{good1, bad, good2}, nil)
 	create(t, si)

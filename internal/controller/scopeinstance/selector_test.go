@@ -19,7 +19,7 @@ func TestInvalidSelector(t *testing.T) {
 	testutil.NeedCluster(t)
 	team := testutil.UniqueName("team")
 	ns := namespace(t, "is", map[string]string{"team": team})
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("alice"))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, nil, matchLabels("team", team))
 	create(t, si)
@@ -53,7 +53,7 @@ func TestDesignDocumentSelector(t *testing.T) {
 	value := testutil.UniqueName("v")
 	match := namespace(t, "dd", map[string]string{"fooKey": value})
 	namespace(t, "dd", map[string]string{"fooKey": "other"})
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("alice"))
 	create(t, tmpl)
 
 	u := &unstructured.Unstructured{}

@@ -21,11 +21,9 @@ import (
 	"github.com/operator-framework/oria/internal/controller/scopeinstance"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
 	"github.com/operator-framework/oria/internal/testutil"
-	"github.com/operator-framework/oria/test/localcluster"
 )
 
 var (
-	cluster *localcluster.Cluster
 	// k8sClient is an uncached admin client: tests assert on the API
 	// server's state, not on a cache.
 	k8sClient client.Client
@@ -35,7 +33,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	testutil.RunWithManager(m, &cluster, &k8sClient, &mgr, func(mg ctrl.Manager) error {
+	testutil.RunWithManager(m, &k8sClient, &mgr, func(mg ctrl.Manager) error {
 		return errors.Join(
 			scopetemplate.SetupWithManager(mg, scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}),
 			scopeinstance.SetupWithManager(mg, scopeinstance.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}),
@@ -45,7 +43,7 @@ func TestMain(m *testing.M) {
 
 // Fixtures.
 
-var podRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}
+var podRules = testutil.PodReaderRules()
 
 // podReader creates a ClusterRole that may list pods, for tests that check
 // access: the built-in view role gets its rules from the aggregation
@@ -55,24 +53,6 @@ func podReader(t *testing.T) string {
 	name := testutil.UniqueName("pod-reader")
 	create(t, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: podRules})
 	return name
-}
-
-func sa(name, ns string) rbacv1.Subject {
-	return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}
-}
-
-func user(name string) rbacv1.Subject {
-	return rbacv1.Subject{Kind: rbacv1.UserKind, Name: name, APIGroup: rbacv1.GroupName}
-}
-
-func newTemplate(name string, roles []oriav1alpha1.ClusterRoleTemplate, subjects ...rbacv1.Subject) *oriav1alpha1.ScopeTemplate {
-	return &oriav1alpha1.ScopeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: oriav1alpha1.ScopeTemplateSpec{
-			ClusterRoles:    roles,
-			BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: subjects},
-		},
-	}
 }
 
 func newInstance(name, template string, namespaces []string, selector *metav1.LabelSelector) *oriav1alpha1.ScopeInstance {

@@ -27,7 +27,7 @@ func TestMissingTemplate(t *testing.T) {
 	_, cond := ready(t, si.Name)
 	assert.Contains(t, cond.Message, tmplName)
 
-	tmpl := newTemplate(tmplName, []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(tmplName, []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("alice"))
 	create(t, tmpl)
 	eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
 	eventuallyBoundIn(t, si.Name, "view", ns)
@@ -42,7 +42,7 @@ func TestMissingTemplate(t *testing.T) {
 func TestInvalidTemplate(t *testing.T) {
 	testutil.NeedCluster(t)
 	ns := namespace(t, "it", nil)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}},
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}},
 		rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "Not_A_Name"})
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{ns}, nil)
@@ -67,10 +67,10 @@ func TestTemplateEditsReachInstances(t *testing.T) {
 	ctx := context.Background()
 	ns1 := namespace(t, "te", nil)
 	ns2 := namespace(t, "te", nil)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{
 		{Name: "view"},
 		{GenerateName: "pods-", Rules: podRules},
-	}, user("alice"))
+	}, testutil.User("alice"))
 	create(t, tmpl)
 	si1 := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{ns1}, nil)
 	si2 := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{ns2}, nil)
@@ -90,7 +90,7 @@ func TestTemplateEditsReachInstances(t *testing.T) {
 
 	// Subjects: bob replaces alice in both namespaces.
 	update(t, tmpl, func() {
-		tmpl.Spec.BindingTemplate.Subjects = []rbacv1.Subject{user("bob")}
+		tmpl.Spec.BindingTemplate.Subjects = []rbacv1.Subject{testutil.User("bob")}
 	})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		for _, ns := range []string{ns1, ns2} {

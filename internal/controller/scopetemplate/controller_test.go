@@ -31,11 +31,11 @@ import (
 func TestInlineRolesExistOnlyWhileUsed(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{
 		{GenerateName: "gen-", Rules: podRules},
 		{Name: "view"},
 		{Name: testutil.UniqueName("named"), Rules: podRules},
-	}, user("alice"))
+	}, testutil.User("alice"))
 	create(t, tmpl)
 	generated := "gen-" + names.Hash(tmpl.Name, "gen-")
 	named := tmpl.Spec.ClusterRoles[2].Name
@@ -98,7 +98,7 @@ func TestRoleDriftIsRepaired(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
 	role := testutil.UniqueName("role")
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: role, Rules: podRules}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: role, Rules: podRules}}, testutil.User("alice"))
 	create(t, tmpl)
 	create(t, newInstance(testutil.UniqueName("si"), tmpl.Name))
 	testutil.EventuallyGet(t, k8sClient, clusterRole(role))
@@ -141,7 +141,7 @@ func TestConflict(t *testing.T) {
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"*"}}},
 	}
 	create(t, foreign)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: role, Rules: podRules}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: role, Rules: podRules}}, testutil.User("alice"))
 	create(t, tmpl)
 	create(t, newInstance(testutil.UniqueName("si"), tmpl.Name))
 
@@ -153,7 +153,7 @@ func TestConflict(t *testing.T) {
 	assert.Empty(t, got.OwnerReferences)
 
 	// Another template's role is a conflict too.
-	other := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: role, Rules: podRules}}, user("bob"))
+	other := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: role, Rules: podRules}}, testutil.User("bob"))
 	create(t, other)
 	create(t, newInstance(testutil.UniqueName("si"), other.Name))
 
@@ -183,7 +183,7 @@ func TestTemplateEditsAndDelete(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
 	first, second := testutil.UniqueName("first"), testutil.UniqueName("second")
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: first, Rules: podRules}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: first, Rules: podRules}}, testutil.User("alice"))
 	create(t, tmpl)
 	create(t, newInstance(testutil.UniqueName("si"), tmpl.Name))
 	testutil.EventuallyGet(t, k8sClient, clusterRole(first))
@@ -213,7 +213,7 @@ func TestTemplateEditsAndDelete(t *testing.T) {
 func TestInvalidTemplate(t *testing.T) {
 	testutil.NeedCluster(t)
 	role := testutil.UniqueName("role")
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: role, Rules: podRules}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: role, Rules: podRules}}, testutil.User("alice"))
 	create(t, tmpl)
 	create(t, newInstance(testutil.UniqueName("si"), tmpl.Name))
 	testutil.EventuallyGet(t, k8sClient, clusterRole(role))
@@ -291,11 +291,11 @@ spec:
 // writes, status included, for a template in use, unused, and invalid.
 func TestUnchangedWorldWritesNothing(t *testing.T) {
 	testutil.NeedCluster(t)
-	used := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{
+	used := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{
 		{GenerateName: "quiet-", Rules: podRules}, {Name: "view"},
-	}, user("alice"))
-	unused := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{GenerateName: "quiet-", Rules: podRules}}, user("alice"))
-	invalid := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, rbacv1.Subject{Kind: "Robot", Name: "r"})
+	}, testutil.User("alice"))
+	unused := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{GenerateName: "quiet-", Rules: podRules}}, testutil.User("alice"))
+	invalid := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, rbacv1.Subject{Kind: "Robot", Name: "r"})
 	for _, tmpl := range []*oriav1alpha1.ScopeTemplate{used, unused, invalid} {
 		create(t, tmpl)
 	}

@@ -17,11 +17,9 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
 	"github.com/operator-framework/oria/internal/testutil"
-	"github.com/operator-framework/oria/test/localcluster"
 )
 
 var (
-	cluster *localcluster.Cluster
 	// k8sClient is an uncached admin client: tests assert on the API
 	// server's state, not on a cache.
 	k8sClient client.Client
@@ -31,26 +29,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	testutil.RunWithManager(m, &cluster, &k8sClient, &mgr, func(mg ctrl.Manager) error {
+	testutil.RunWithManager(m, &k8sClient, &mgr, func(mg ctrl.Manager) error {
 		return scopetemplate.SetupWithManager(mg, scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second})
 	})
 }
 
-var podRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}
-
-func user(name string) rbacv1.Subject {
-	return rbacv1.Subject{Kind: rbacv1.UserKind, Name: name, APIGroup: rbacv1.GroupName}
-}
-
-func newTemplate(name string, roles []oriav1alpha1.ClusterRoleTemplate, subjects ...rbacv1.Subject) *oriav1alpha1.ScopeTemplate {
-	return &oriav1alpha1.ScopeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: oriav1alpha1.ScopeTemplateSpec{
-			ClusterRoles:    roles,
-			BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: subjects},
-		},
-	}
-}
+var podRules = testutil.PodReaderRules()
 
 func newInstance(name, template string) *oriav1alpha1.ScopeInstance {
 	return &oriav1alpha1.ScopeInstance{
