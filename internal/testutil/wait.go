@@ -147,3 +147,19 @@ func Quiet(t testing.TB, r reconcile.Reconciler, w *WriteCounter, req reconcile.
 	}
 	require.Zero(t, w.Total(), "writes on an unchanged world (%s): %s", req, w)
 }
+
+// EventuallyCached waits until cache (a manager's client) holds each of
+// objs (by name and namespace) at the resourceVersion the API server (live)
+// has: a reconcile through cache then sees the world as it is.
+func EventuallyCached(t testing.TB, cache, live client.Reader, objs ...client.Object) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		for _, obj := range objs {
+			key := client.ObjectKeyFromObject(obj)
+			l, c := obj.DeepCopyObject().(client.Object), obj.DeepCopyObject().(client.Object)
+			require.NoError(ct, live.Get(context.Background(), key, l))
+			require.NoError(ct, cache.Get(context.Background(), key, c))
+			assert.Equal(ct, l.GetResourceVersion(), c.GetResourceVersion(), "%T %s in the cache", obj, key)
+		}
+	}, Timeout, Interval)
+}

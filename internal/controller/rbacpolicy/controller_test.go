@@ -44,7 +44,10 @@ func TestCompilesAndMirrorsInstance(t *testing.T) {
 	assert.Equal(t, oriav1alpha1.ScopeNamespaces, got.Status.Scope)
 	assert.Equal(t, st.Name, got.Status.ScopeTemplateName)
 
-	// Quiet: with nothing changed, a reconcile writes nothing.
+	// Quiet: with nothing changed, a reconcile writes nothing (once the
+	// manager's cache has caught up with the writes above).
+	cachedST, cachedSI := compiled(p.Name)
+	testutil.EventuallyCached(t, mgr.GetClient(), k8sClient, p, ext, cachedST, cachedSI)
 	counting, writes := testutil.CountingClient(mgr.GetClient())
 	r := &rbacpolicy.Reconciler{Client: counting, Recorder: events.NewFakeRecorder(10), DefaultMode: oriav1alpha1.RBACModeUnmanaged}
 	testutil.Quiet(t, r, writes, reconcile.Request{NamespacedName: client.ObjectKey{Name: p.Name}}, 3)
