@@ -1,10 +1,8 @@
 package extension_test
 
 import (
-	"context"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,14 +15,13 @@ import (
 // cluster-scoped API aggregate into view/edit/admin like any other, but a
 // RoleBinding to those roles never reaches it; the condition says so.
 func TestLegacyNamesClusterScopedAPIs(t *testing.T) {
+	testutil.NeedCluster(t)
 	startManager(t, extension.Options{DefaultMode: unmanaged})
-	ctx := context.Background()
 	g := group()
 	ce := installed(t, legacy, "foos."+g)
 	crd := testutil.CRD(g, "clusterfoos", "ClusterFoo", ce.Name)
 	crd.Spec.Scope = apiextensionsv1.ClusterScoped
-	require.NoError(t, k8sClient.Create(ctx, crd))
-	t.Cleanup(func() { _ = k8sClient.Delete(ctx, crd) })
+	testutil.Create(t, k8sClient, crd)
 
 	waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy,
 		"ClusterRoles for 2 API(s)", "Cluster-scoped: clusterfoos."+g, "only through ClusterRoleBindings")

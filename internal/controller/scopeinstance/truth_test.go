@@ -19,11 +19,11 @@ import (
 // binding grants nothing yet. The binding exists (as Kubernetes allows) and
 // the instance is Bound once the role is created.
 func TestReferencedClusterRoleMissing(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	ns := namespace(t, "missing", nil)
 	missing := testutil.UniqueName("viewer")
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: missing}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: missing}}, testutil.User("alice"))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{ns}, nil)
 	create(t, si)
@@ -36,8 +36,7 @@ func TestReferencedClusterRoleMissing(t *testing.T) {
 
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: missing},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}
-	require.NoError(t, k8sClient.Create(ctx, role))
-	t.Cleanup(func() { _ = k8sClient.Delete(ctx, role) })
+	testutil.Create(t, k8sClient, role)
 	eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
 	allowed, err := testutil.Allowed(ctx, k8sClient, testutil.Access{User: "alice", Verb: "get", Resource: "pods", Namespace: ns})
 	require.NoError(t, err)
@@ -48,8 +47,8 @@ func TestReferencedClusterRoleMissing(t *testing.T) {
 // document's bare-label form with a number) is InvalidSelector, as the API
 // reference says, not a selector that silently matches nothing.
 func TestNonStringBareLabel(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	testutil.NeedCluster(t)
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("alice"))
 	create(t, tmpl)
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(oriav1alpha1.GroupVersion.WithKind("ScopeInstance"))

@@ -1,11 +1,9 @@
 package scopetemplate_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,8 +16,7 @@ import (
 // ClusterRole that does not exist (a typo) says so; once the role exists,
 // the template is Valid again.
 func TestReferencedClusterRoleMissing(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
-	ctx := context.Background()
+	testutil.NeedCluster(t)
 	missing := testutil.UniqueName("viewer")
 	tmpl := &oriav1alpha1.ScopeTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("tmpl")},
@@ -35,7 +32,6 @@ func TestReferencedClusterRoleMissing(t *testing.T) {
 	assert.NotContains(t, msg, `"view"`, "view exists")
 
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: missing}}
-	require.NoError(t, k8sClient.Create(ctx, role))
-	t.Cleanup(func() { _ = k8sClient.Delete(ctx, role) })
+	testutil.Create(t, k8sClient, role)
 	eventuallyReady(t, tmpl.Name, metav1.ConditionTrue, oriav1alpha1.ReasonValid)
 }
