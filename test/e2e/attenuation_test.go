@@ -128,7 +128,7 @@ func TestAttenuatedRBACPolicy(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("attenuated")},
 		Spec: oriav1alpha1.RBACPolicySpec{
 			ExtensionName: crd.Labels[oriav1alpha1.LabelOLMOwnerName], Access: oriav1alpha1.AccessView,
-			Subjects:       []rbacv1.Subject{userSubject("dora")},
+			Subjects:       []rbacv1.Subject{testutil.User("dora")},
 			Namespaces:     []string{n1, n2},
 			APIs:           []oriav1alpha1.APIRef{{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}},
 			ServiceAccount: &oriav1alpha1.ServiceAccountReference{Namespace: saNS, Name: "ceiling"},

@@ -43,7 +43,7 @@ func TestGuardDelegation(t *testing.T) {
 	adminOfA := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "carol-admin", Namespace: teamA},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
-		Subjects:   []rbacv1.Subject{userSubject(carol)},
+		Subjects:   []rbacv1.Subject{testutil.User(carol)},
 	}
 	require.NoError(t, k8sClient.Create(ctx, adminOfA))
 	// Legacy mode: the extension's roles aggregate into admin, so carol
@@ -58,7 +58,7 @@ func TestGuardDelegation(t *testing.T) {
 	dev := func(verb, group, resource, ns string) testutil.Access {
 		return testutil.Access{User: "dev", Groups: []string{devs}, Verb: verb, Group: group, Resource: resource, Namespace: ns}
 	}
-	tmpl := scopeTemplate(testutil.UniqueName("team-a"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}, {Name: "edit"}},
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("team-a"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}, {Name: "edit"}},
 		rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: devs})
 	si := scopeInstance(tmpl.Name, tmpl.Name, teamA)
 	require.NoError(t, asCarol.Create(ctx, tmpl))
@@ -123,10 +123,10 @@ func TestGuardAdmitsOria(t *testing.T) {
 	asOria, err := client.New(cfg, client.Options{Scheme: k8sClient.Scheme()})
 	require.NoError(t, err)
 	name := testutil.UniqueName("guard-oria")
-	tmpl := scopeTemplate(name, []oriav1alpha1.ClusterRoleTemplate{
+	tmpl := testutil.ScopeTemplate(name, []oriav1alpha1.ClusterRoleTemplate{
 		{Name: name, Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}},
 		{Name: "cluster-admin"},
-	}, userSubject("nobody-"+name))
+	}, testutil.User("nobody-"+name))
 	require.NoError(t, asOria.Create(ctx, tmpl))
 	si := scopeInstance(name, name)
 	require.NoError(t, asOria.Create(ctx, si))
@@ -138,7 +138,7 @@ func TestGuardAdmitsOria(t *testing.T) {
 func TestGuardFailsClosed(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
-	tmpl := scopeTemplate(testutil.UniqueName("guard-closed"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, userSubject("nobody"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("guard-closed"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("nobody"))
 	cleanup(t, tmpl)
 
 	oria.Stop()
@@ -176,7 +176,7 @@ func TestGuardDelegationSample(t *testing.T) {
 	asPam := impersonate(t, "pam", "platform-team")
 
 	name := testutil.UniqueName("platform")
-	tmpl := scopeTemplate(name, []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}, {Name: "edit"}},
+	tmpl := testutil.ScopeTemplate(name, []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}, {Name: "edit"}},
 		rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: name})
 	si := scopeInstance(name, name, "team-a")
 	require.NoError(t, asPam.Create(ctx, tmpl))

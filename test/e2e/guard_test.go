@@ -94,22 +94,11 @@ func userUpdate[T client.Object](t *testing.T, c client.Client, obj T, change fu
 	})
 }
 
-func scopeTemplate(name string, roles []oriav1alpha1.ClusterRoleTemplate, subjects ...rbacv1.Subject) *oriav1alpha1.ScopeTemplate {
-	return &oriav1alpha1.ScopeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       oriav1alpha1.ScopeTemplateSpec{ClusterRoles: roles, BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: subjects}},
-	}
-}
-
 func scopeInstance(name, template string, namespaces ...string) *oriav1alpha1.ScopeInstance {
 	return &oriav1alpha1.ScopeInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: template, Namespaces: namespaces},
 	}
-}
-
-func userSubject(name string) rbacv1.Subject {
-	return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}
 }
 
 // TestGuardRefusesEscalation is the issue's list of escalations a user with
@@ -125,34 +114,34 @@ func TestGuardRefusesEscalation(t *testing.T) {
 	n := func(s string) string { return testutil.UniqueName("guard-" + s) }
 
 	t.Run("inline */*/* role bound cluster-wide to themselves", func(t *testing.T) {
-		tmpl := scopeTemplate(n("star"), []oriav1alpha1.ClusterRoleTemplate{{GenerateName: "star-", Rules: all}}, userSubject(bob))
+		tmpl := testutil.ScopeTemplate(n("star"), []oriav1alpha1.ClusterRoleTemplate{{GenerateName: "star-", Rules: all}}, testutil.User(bob))
 		refused(t, asBob.Create(ctx, tmpl), `may not create ClusterRole "star-`, `needs "escalate" on clusterroles/star-`, "missing: * *.*")
 	})
 	t.Run("a template referencing cluster-admin, bound cluster-wide", func(t *testing.T) {
-		tmpl := scopeTemplate(n("ca"), []oriav1alpha1.ClusterRoleTemplate{{Name: "cluster-admin"}}, userSubject(bob))
+		tmpl := testutil.ScopeTemplate(n("ca"), []oriav1alpha1.ClusterRoleTemplate{{Name: "cluster-admin"}}, testutil.User(bob))
 		require.NoError(t, asBob.Create(ctx, tmpl), "a template alone binds nothing")
 		cleanup(t, tmpl)
 		refused(t, asBob.Create(ctx, scopeInstance(n("ca"), tmpl.Name)),
 			`user "`+bob+`" may not bind ClusterRole "cluster-admin" cluster-wide: needs "bind" on clusterroles/cluster-admin cluster-wide, or every permission it grants (missing: * *.*`)
 	})
 	t.Run("admin in a namespace without access", func(t *testing.T) {
-		tmpl := scopeTemplate(n("admin"), []oriav1alpha1.ClusterRoleTemplate{{Name: "admin"}}, userSubject(bob))
+		tmpl := testutil.ScopeTemplate(n("admin"), []oriav1alpha1.ClusterRoleTemplate{{Name: "admin"}}, testutil.User(bob))
 		require.NoError(t, asBob.Create(ctx, tmpl))
 		cleanup(t, tmpl)
 		refused(t, asBob.Create(ctx, scopeInstance(n("admin"), tmpl.Name, other)),
 			`may not bind ClusterRole "admin" in namespace "`+other+`": needs "bind" on clusterroles/admin there, or every permission it grants (missing: `)
 	})
 	t.Run("secrets for system:authenticated everywhere", func(t *testing.T) {
-		tmpl := scopeTemplate(n("secrets"), []oriav1alpha1.ClusterRoleTemplate{{Name: n("secrets"), Rules: []rbacv1.PolicyRule{
+		tmpl := testutil.ScopeTemplate(n("secrets"), []oriav1alpha1.ClusterRoleTemplate{{Name: n("secrets"), Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}}}}},
 			rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:authenticated"})
 		refused(t, asBob.Create(ctx, tmpl), "missing: get secrets, list secrets")
 	})
 	t.Run("create clusterrolebindings and bind/escalate for themselves", func(t *testing.T) {
-		tmpl := scopeTemplate(n("rbac"), []oriav1alpha1.ClusterRoleTemplate{{Name: n("rbac"), Rules: []rbacv1.PolicyRule{
+		tmpl := testutil.ScopeTemplate(n("rbac"), []oriav1alpha1.ClusterRoleTemplate{{Name: n("rbac"), Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterrolebindings"}, Verbs: []string{"create"}},
 			{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, Verbs: []string{"bind", "escalate"}}}}},
-			userSubject(bob))
+			testutil.User(bob))
 		refused(t, asBob.Create(ctx, tmpl), "create clusterrolebindings.rbac.authorization.k8s.io", "bind clusterroles.rbac.authorization.k8s.io")
 	})
 	t.Run("an RBACPolicy granting admin on an extension cluster-wide", func(t *testing.T) {
@@ -160,13 +149,13 @@ func TestGuardRefusesEscalation(t *testing.T) {
 		p := &oriav1alpha1.RBACPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: n("policy")},
 			Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: crd.Labels[oriav1alpha1.LabelOLMOwnerName], Access: oriav1alpha1.AccessAdmin,
-				Subjects: []rbacv1.Subject{userSubject(bob)}},
+				Subjects: []rbacv1.Subject{testutil.User(bob)}},
 		}
 		refused(t, asBob.Create(ctx, p), `may not bind ClusterRole "`+crd.Name+`-admin" cluster-wide`,
 			"spec.apis is empty, which includes APIs a later version of the extension adds")
 	})
 	t.Run("an instance of an admin's template in a namespace of their choosing", func(t *testing.T) {
-		tmpl := scopeTemplate(n("admins"), []oriav1alpha1.ClusterRoleTemplate{{Name: "edit"}}, userSubject(bob))
+		tmpl := testutil.ScopeTemplate(n("admins"), []oriav1alpha1.ClusterRoleTemplate{{Name: "edit"}}, testutil.User(bob))
 		require.NoError(t, k8sClient.Create(ctx, tmpl))
 		cleanup(t, tmpl)
 		refused(t, asBob.Create(ctx, scopeInstance(n("admins"), tmpl.Name, other)), `may not bind ClusterRole "edit" in namespace "`+other+`"`)
@@ -176,7 +165,7 @@ func TestGuardRefusesEscalation(t *testing.T) {
 	})
 	t.Run("an edit adding rules to an admin's template after it was bound", func(t *testing.T) {
 		ns := createNamespace(t, "guard-bound", nil)
-		tmpl := scopeTemplate(n("bound"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, userSubject(bob))
+		tmpl := testutil.ScopeTemplate(n("bound"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User(bob))
 		si := scopeInstance(n("bound"), tmpl.Name, ns)
 		require.NoError(t, k8sClient.Create(ctx, tmpl))
 		require.NoError(t, k8sClient.Create(ctx, si))
