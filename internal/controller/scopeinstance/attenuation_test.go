@@ -19,11 +19,11 @@ import (
 // write bindings, the refusal is reported as Forbidden, naming the
 // ServiceAccount; nothing is bound beyond it.
 func TestAttenuationServiceAccount(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	ns := namespace(t, "att", nil)
 	saNS := namespace(t, "att-sa", nil)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, user("alice"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("alice"))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{ns}, nil)
 	si.Spec.ServiceAccount = &oriav1alpha1.ServiceAccountReference{Namespace: saNS, Name: "ceiling"}
