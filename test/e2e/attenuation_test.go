@@ -143,7 +143,7 @@ func TestAttenuatedRBACPolicy(t *testing.T) {
 	imp := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: saNS, Name: "impersonate-ceiling"}, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, ResourceNames: []string{"ceiling"}, Verbs: []string{"impersonate"}}}}
 	impRB := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: saNS, Name: "impersonate-ceiling"},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: imp.Name}, Subjects: []rbacv1.Subject{userSubject(bob)}}
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: imp.Name}, Subjects: []rbacv1.Subject{testutil.User(bob)}}
 	for _, o := range []client.Object{imp, impRB} {
 		require.NoError(t, k8sClient.Create(ctx, o))
 	}
