@@ -21,7 +21,7 @@ import (
 // trace records which steps ran, for a ConfigMap as the reconciled kind.
 type trace struct {
 	cleaned, gathered, wrote, patched bool
-	statusErr                        error
+	statusErr                         error
 }
 
 func steps(tr *trace, objs []corev1.ConfigMap, gatherErr, writeErr error) *reconciler.Steps[*corev1.ConfigMap, string, int] {
