@@ -88,6 +88,9 @@ type Outcome struct {
 	// Existing is, for a Conflict, the object that holds the name (as read
 	// from the API server, possibly earlier: see Memo).
 	Existing client.Object
+	// Expected is set on an Unchanged object that the engine created a
+	// moment ago and the cache does not show yet (see ExpectationTTL).
+	Expected bool
 }
 
 // Writer performs the writes of a reconcile.
@@ -207,11 +210,16 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 		out[i] = Outcome{Namespace: want.GetNamespace(), Name: want.GetName()}
 		key := Key(want)
 		if cur, ok := cached[key]; ok {
+			w.Memo.observed(k.Name, key)
 			if !owns(cur) {
 				out[i].Action, out[i].Err, out[i].Existing = Conflict, conflictError(k.Name, cur), cur
 			} else if !k.UpToDate(cur, want) {
 				todo = append(todo, i)
 			}
+			continue
+		}
+		if w.Memo.expected(k.Name, key) {
+			out[i].Expected = true
 			continue
 		}
 		if live := w.Memo.fresh(k.Name, key, w.recheck()); live != nil {
@@ -254,6 +262,7 @@ func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], 
 	err := w.Client.Create(ctx, want.DeepCopyObject().(client.Object), client.FieldOwner(oriav1alpha1.FieldOwner))
 	switch {
 	case err == nil:
+		w.Memo.expectCreated(k.Name, key)
 		o.Action = Created
 		return o
 	case namespaceGone(err):

@@ -190,3 +190,42 @@ func TestAttenuatedRefusal(t *testing.T) {
 	assert.Equal(t, engine.Deleted, out[0].Action)
 	assert.Equal(t, int32(1), c.del.Load(), "deleted by the revoker")
 }
+
+// TestEnsureExpectsWhatItCreated: a reconcile that runs before the cache
+// shows what the previous one created does not create it again (a 409 and
+// a read each); the caller is told to look again after ExpectationTTL, by
+// which time an object that vanished meanwhile is created again.
+func TestEnsureExpectsWhatItCreated(t *testing.T) {
+	ctx := context.Background()
+	want := desiredRole(t)
+	var c calls
+	cl := fakeClient(t, &c)
+	now := time.Unix(1000, 0)
+	memo := engine.NewMemo()
+	memo.Now = func() time.Time { return now }
+	w := &engine.Writer{Client: cl, Reader: cl, Memo: memo}
+	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, "tmpl") }
+	ensure := func(cached map[types.NamespacedName]*rbacv1.ClusterRole) engine.Summary {
+		return engine.Summarize(engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, cached))
+	}
+
+	require.Equal(t, 1, ensure(nil).Count[engine.Created])
+	s := ensure(nil) // the cache has not caught up
+	assert.Equal(t, 1, s.Expected)
+	assert.Equal(t, engine.ExpectationTTL, s.Recheck())
+	assert.Equal(t, int32(1), c.create.Load(), "not created twice")
+
+	// Deleted before the cache ever showed it: after the TTL it is created
+	// again.
+	require.NoError(t, cl.Delete(ctx, want.DeepCopy()))
+	now = now.Add(engine.ExpectationTTL)
+	s = ensure(nil)
+	assert.Equal(t, 1, s.Count[engine.Created])
+
+	// Once the cache shows it, the expectation is gone.
+	live := &rbacv1.ClusterRole{}
+	require.NoError(t, cl.Get(ctx, engine.Key(want), live))
+	s = ensure(map[types.NamespacedName]*rbacv1.ClusterRole{engine.Key(want): live})
+	assert.Zero(t, s.Expected)
+	assert.Zero(t, s.Recheck())
+}

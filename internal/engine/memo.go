@@ -28,6 +28,55 @@ type Memo struct {
 
 	mu      sync.Mutex
 	entries map[memoKey]memoEntry
+	// created are objects the engine created that the cache may not show
+	// yet (expectations, as the ReplicaSet controller keeps them): a
+	// reconcile that runs before the cache catches up does not create them
+	// again (a 409 and a read each, thousands in a large fan-out).
+	created map[memoKey]time.Time
+}
+
+// ExpectationTTL bounds how long an object the engine created is assumed
+// to exist while the cache does not show it. Controllers look again after
+// it when a reconcile relied on an expectation, so an object deleted before
+// the cache ever saw it is restored within about that time.
+const ExpectationTTL = 10 * time.Second
+
+func (m *Memo) expectCreated(kind string, key types.NamespacedName) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.created == nil {
+		m.created = map[memoKey]time.Time{}
+	}
+	m.created[memoKey{kind, key}] = m.now()
+}
+
+// expected reports whether the engine created the object less than
+// ExpectationTTL ago.
+func (m *Memo) expected(kind string, key types.NamespacedName) bool {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.created[memoKey{kind, key}]
+	if ok && m.now().Sub(at) >= ExpectationTTL {
+		delete(m.created, memoKey{kind, key})
+		return false
+	}
+	return ok
+}
+
+// observed drops the expectation of an object the cache shows.
+func (m *Memo) observed(kind string, key types.NamespacedName) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.created, memoKey{kind, key})
 }
 
 type memoKey struct {

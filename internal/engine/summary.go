@@ -1,5 +1,7 @@
 package engine
 
+import "time"
+
 // Summary aggregates the outcomes of a reconcile's writes.
 type Summary struct {
 	// Count is the number of objects per action.
@@ -21,6 +23,20 @@ type Summary struct {
 	// Changed lists the names of the objects written, by action (Created,
 	// Updated, Replaced, Deleted), in outcome order.
 	Changed map[Action][]Outcome
+	// Expected counts the objects assumed to exist because the engine
+	// created them a moment ago; the caller looks again after
+	// ExpectationTTL.
+	Expected int
+}
+
+// Recheck returns when the caller should look again because of what the
+// writes could not confirm: ExpectationTTL when an object was assumed to
+// exist, else 0.
+func (s Summary) Recheck() time.Duration {
+	if s.Expected > 0 {
+		return ExpectationTTL
+	}
+	return 0
 }
 
 // Summarize aggregates outcomes.
@@ -29,6 +45,9 @@ func Summarize(outcomes ...[]Outcome) Summary {
 	for _, list := range outcomes {
 		for _, o := range list {
 			s.Count[o.Action]++
+			if o.Expected {
+				s.Expected++
+			}
 			switch o.Action {
 			case Conflict:
 				s.Conflicts = append(s.Conflicts, o.Err)

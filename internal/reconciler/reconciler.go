@@ -96,6 +96,17 @@ func RecheckIf(cond bool, after time.Duration) time.Duration {
 	return 0
 }
 
+// Soonest returns the smallest of durations that is not 0, or 0.
+func Soonest(durations ...time.Duration) time.Duration {
+	var out time.Duration
+	for _, d := range durations {
+		if d > 0 && (out == 0 || d < out) {
+			out = d
+		}
+	}
+	return out
+}
+
 // Requests lists objects into list with opts and returns a request for
 // each, for a watch that maps one object to the oria objects that use it. A
 // failed list is logged and maps to nothing: the cache does not fail.

@@ -178,10 +178,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		},
 		Patch: r.patchCondition,
 		Requeue: func(p *plan, out outcome) time.Duration {
-			if p.scopesPending {
-				return min(manager.ScopesRecheck, r.recheck())
-			}
-			return reconciler.RecheckIf(len(out.conflicts) > 0, r.recheck())
+			return reconciler.Soonest(reconciler.RecheckIf(len(out.conflicts) > 0, r.recheck()),
+				reconciler.RecheckIf(p.scopesPending, manager.ScopesRecheck), out.recheck)
 		},
 	}
 	return steps.Reconcile(ctx, req)

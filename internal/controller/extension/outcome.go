@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,6 +40,9 @@ type outcome struct {
 	// bundle labelled or released).
 	changed map[string][]string
 	errs    []error
+	// recheck is when to look again at roles assumed created (see
+	// engine.ExpectationTTL).
+	recheck time.Duration
 }
 
 func (o outcome) err() error { return errors.Join(o.errs...) }
@@ -50,7 +54,7 @@ func newOutcome(p *plan, ensured, bundle, deleted []engine.Outcome) outcome {
 		out.bundle = append(out.bundle, name)
 	}
 	s := engine.Summarize(ensured, bundle, deleted)
-	out.errs = s.Errors
+	out.errs, out.recheck = s.Errors, s.Recheck()
 	for _, o := range ensured {
 		if o.Action != engine.Conflict {
 			continue

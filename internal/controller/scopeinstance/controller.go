@@ -223,7 +223,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			// (someone else's binding, the ServiceAccount's rights), so
 			// look again after a while.
 			saMissing := p.specErr != nil && p.specErr.Reason == oriav1alpha1.ReasonServiceAccountNotFound
-			return reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || saMissing, r.recheck())
+			return reconciler.Soonest(reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || saMissing, r.recheck()), res.summary.Recheck())
 		},
 	}
 	return steps.Reconcile(ctx, req)

@@ -172,13 +172,15 @@ func (r *Reconciler) namespaces(ctx context.Context) ([]binding.Namespace, error
 
 // existingBindings returns the cached bindings of the named instance.
 func (r *Reconciler) existingBindings(ctx context.Context, instance string) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
-	sel := client.MatchingFields{manager.IndexScopeInstance: names.LabelValue(instance)}
+	// Read-only: the engine copies an object before changing it, so the
+	// cache's objects need no deep copy (5,000 per reconcile at scale).
+	sel := []client.ListOption{client.MatchingFields{manager.IndexScopeInstance: names.LabelValue(instance)}, client.UnsafeDisableDeepCopy}
 	var rbl rbacv1.RoleBindingList
-	if err := r.Client.List(ctx, &rbl, sel); err != nil {
+	if err := r.Client.List(ctx, &rbl, sel...); err != nil {
 		return nil, nil, fmt.Errorf("listing the RoleBindings of ScopeInstance %q: %w", instance, err)
 	}
 	var crbl rbacv1.ClusterRoleBindingList
-	if err := r.Client.List(ctx, &crbl, sel); err != nil {
+	if err := r.Client.List(ctx, &crbl, sel...); err != nil {
 		return nil, nil, fmt.Errorf("listing the ClusterRoleBindings of ScopeInstance %q: %w", instance, err)
 	}
 	var rbs []*rbacv1.RoleBinding

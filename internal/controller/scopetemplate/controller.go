@@ -181,7 +181,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		},
 		Patch: reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeTemplate) any { return o.Status }),
 		Requeue: func(p *plan, s engine.Summary) time.Duration {
-			return reconciler.RecheckIf(len(s.Conflicts) > 0 || len(p.missing) > 0, r.recheck())
+			return reconciler.Soonest(reconciler.RecheckIf(len(s.Conflicts) > 0 || len(p.missing) > 0, r.recheck()), s.Recheck())
 		},
 	}
 	return steps.Reconcile(ctx, req)
