@@ -175,8 +175,8 @@ func TestEvaluate(t *testing.T) {
 	r.evaluate()
 	got := targets(r)
 	for name, want := range map[string]string{
-		targetRSSLabel:                                     "90 MB PASS",
-		"idle writes (120s)":                               "2 FAIL",
+		targetRSSLabel:       "90 MB PASS",
+		"idle writes (120s)": "2 FAIL",
 		"fanout convergence / floor (no client limit)":     "2.50 (floor < 1s) n/a",
 		"extensions convergence / floor (no client limit)": "did not converge FAIL",
 		"extensions reads (GET)":                           "did not converge FAIL",
