@@ -105,8 +105,13 @@ func sum(samples []sample) float64 {
 // writeVerbs are the HTTP methods of API writes (server-side apply is PATCH).
 var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE"}
 
-// requestCounts are oria's API requests by HTTP method.
+// requestCounts are oria's API requests by HTTP method, and under
+// conflictKey those the API server refused with 409 Conflict (a create of
+// an object that exists, an update of a stale one): wasted writes.
 type requestCounts map[string]float64
+
+// conflictKey counts the 409 responses in requestCounts.
+const conflictKey = "409"
 
 // sub returns c minus an earlier snapshot.
 func (c requestCounts) sub(earlier requestCounts) requestCounts {
@@ -167,7 +172,9 @@ func (m metrics) requests(ctx context.Context) (requestCounts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sumBy(s, "method"), nil
+	c := requestCounts(sumBy(s, "method"))
+	c[conflictKey] = sumBy(s, "code")[conflictKey]
+	return c, nil
 }
 
 // busy reports whether any of oria's controllers has queued or in-flight

@@ -73,6 +73,8 @@ type Result struct {
 	Writes      map[string]int `json:"writes"`
 	WritesTotal int            `json:"writesTotal"`
 	Reads       int            `json:"reads"`
+	// Conflicts are the writes the API server refused with 409 Conflict.
+	Conflicts int `json:"conflicts,omitempty"`
 	// PeakRSS (bytes) and CPUSeconds are oria's; ControlPlaneCPUSeconds
 	// are etcd's and kube-apiserver's, for context on a shared machine.
 	PeakRSS                int64   `json:"peakRSSBytes"`
@@ -211,7 +213,8 @@ func fmtLimit(qps float64, burst int) string {
 	return fmt.Sprintf("qps %g, burst %d", qps, burst)
 }
 
-// fmtWrites shows the total and the non-zero verbs: "4020 (PATCH 4000, POST 20)".
+// fmtWrites shows the total, the non-zero verbs and the refused writes:
+// "4020 (PATCH 4000, POST 20; 12 got 409)".
 func fmtWrites(x *Result) string {
 	var parts []string
 	for _, v := range writeVerbs {
@@ -219,10 +222,14 @@ func fmtWrites(x *Result) string {
 			parts = append(parts, fmt.Sprintf("%s %d", v, n))
 		}
 	}
-	if len(parts) == 0 {
+	detail := strings.Join(parts, ", ")
+	if x.Conflicts > 0 {
+		detail += fmt.Sprintf("; %d got 409", x.Conflicts)
+	}
+	if detail == "" {
 		return fmt.Sprint(x.WritesTotal)
 	}
-	return fmt.Sprintf("%d (%s)", x.WritesTotal, strings.Join(parts, ", "))
+	return fmt.Sprintf("%d (%s)", x.WritesTotal, detail)
 }
 
 func fmtSeconds(s float64) string {

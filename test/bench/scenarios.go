@@ -92,7 +92,7 @@ func (b *bench) end(ctx context.Context, s *span, r *Result) error {
 	}
 	d := req.sub(s.requests)
 	r.Writes, r.WritesTotal = d.writes()
-	r.Reads = int(d["GET"])
+	r.Reads, r.Conflicts = int(d["GET"]), int(d[conflictKey])
 	b.oria.saveHeapProfile(ctx, s.name)
 	return nil
 }
