@@ -191,6 +191,13 @@ func TestEvaluate(t *testing.T) {
 	if r.converged() {
 		t.Error("converged() with a scenario that timed out")
 	}
+
+	// A scale-only run: the memory target of scenarios 1 and 2 is not shown.
+	r.Results = r.Results[3:4]
+	r.evaluate()
+	if got := targets(r); len(got) != 2 || got[targetRSSLabel] != "" {
+		t.Errorf("scale-only targets = %v", got)
+	}
 }
 
 func TestRender(t *testing.T) {
