@@ -154,8 +154,11 @@ func (b *bench) scale(ctx context.Context) error {
 
 // newNamespaces is the second half of scenario 2: M more namespaces of the
 // spread, created one at a time, each after the previous one's RoleBinding
-// appeared.
+// appeared. -new-namespaces=0 skips it.
 func (b *bench) newNamespaces(ctx context.Context, obs *observer, s *spread) error {
+	if b.cfg.newNamespaces == 0 {
+		return nil
+	}
 	nr := &Result{Name: scenarioNewNamespaces, Objects: b.cfg.newNamespaces}
 	b.report.Results = append(b.report.Results, nr)
 	b.logf("oria: creating %d new namespaces one by one", b.cfg.newNamespaces)
