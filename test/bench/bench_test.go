@@ -128,7 +128,7 @@ func sampleReport() *Report {
 			IdleSeconds: 120, QPS: 500, Burst: 1000, FloorWorkers: 32},
 		PeakRSS: 90 << 20,
 		Results: []*Result{
-			{Name: scenarioExtensions, Objects: 4000, Converged: true, Seconds: 9, FloorSeconds: 7.5, QPSFloorSeconds: 6, Reads: 4001, Conflicts: 7,
+			{Name: scenarioExtensions, Objects: 4000, Converged: true, Seconds: 9, FirstSeconds: 0.25, FloorSeconds: 7.5, QPSFloorSeconds: 6, Reads: 4001, Conflicts: 7,
 				Writes: map[string]int{"PATCH": 4200}, WritesTotal: 4200, PeakRSS: 80 << 20, CPUSeconds: 4.2, ControlPlaneCPUSeconds: 9, FloorControlPlaneCPUSeconds: 3},
 			{Name: scenarioFanout, Objects: 2000, Converged: true, Seconds: 5, FloorSeconds: 2, WritesTotal: 2001},
 			{Name: scenarioNewNamespaces, Objects: 100, Converged: true, Latency: &Latency{Count: 100, P50: 0.05, P99: 0.09, Max: 0.6}},
@@ -212,7 +212,7 @@ func TestRender(t *testing.T) {
 	out := strings.Join(strings.Fields(b.String()), " ") // columns' widths vary
 	for _, want := range []string{
 		"200 extensions x 5 CRDs, 2000 namespaces (+100 new), scale 10 x 5000, idle 120s; oria's client: qps 500, burst 1000; floor: 32 workers, create",
-		"9.00s 7.50s 1.20 6.00s 1.50", // extensions: oria, floor, ratio, floor@qps, ratio@qps
+		"9.00s 250ms 7.50s 1.20 6.00s 1.50", // extensions: oria, first, floor, ratio, floor@qps, ratio@qps
 		"4200 (PATCH 4200; 7 got 409) 4001", "80 MB", "4.2s", "9.0s (floor 3.0s)",
 		"TIMEOUT", "fanout: 1999 of 2000",
 		"50ms", "90ms", "600ms",

@@ -110,7 +110,7 @@ func (f *floor) run(ctx context.Context, gvr schema.GroupVersionResource, n int,
 	if err := parallel(ctx, f.workers, n, create); err != nil {
 		return 0, fmt.Errorf("floor: %w", err)
 	}
-	last, err := obs.waitCount(ctx, n, f.timeout)
+	_, last, err := obs.waitCount(ctx, n, f.timeout)
 	if err != nil {
 		return 0, fmt.Errorf("floor: %w", err)
 	}

@@ -19,6 +19,7 @@ type observer struct {
 	mu      sync.Mutex
 	seen    map[string]time.Time // namespace/name -> first seen
 	byNS    map[string]time.Time // namespace -> first object seen in it
+	first   time.Time
 	last    time.Time
 	changed chan struct{} // closed and replaced on every new object
 }
@@ -57,6 +58,9 @@ func (o *observer) add(obj any) {
 	if _, ok := o.byNS[m.Namespace]; !ok {
 		o.byNS[m.Namespace] = now
 	}
+	if o.first.IsZero() {
+		o.first = now
+	}
 	o.last = now
 	close(o.changed)
 	o.changed = make(chan struct{})
@@ -81,16 +85,16 @@ func (o *observer) wait(ctx context.Context, timeout time.Duration, done func() 
 	}
 }
 
-// waitCount waits until n objects have been seen and returns when the last
-// of them arrived.
-func (o *observer) waitCount(ctx context.Context, n int, timeout time.Duration) (time.Time, error) {
-	err := o.wait(ctx, timeout, func() bool { return len(o.seen) >= n })
+// waitCount waits until n objects have been seen and returns when the first
+// and the last of them arrived.
+func (o *observer) waitCount(ctx context.Context, n int, timeout time.Duration) (first, last time.Time, err error) {
+	err = o.wait(ctx, timeout, func() bool { return len(o.seen) >= n })
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%d of %d objects after %s: %w", len(o.seen), n, timeout, err)
+		return time.Time{}, time.Time{}, fmt.Errorf("%d of %d objects after %s: %w", len(o.seen), n, timeout, err)
 	}
-	return o.last, nil
+	return o.first, o.last, nil
 }
 
 // waitNamespace waits for the first object in namespace ns and returns when

@@ -66,6 +66,9 @@ type Result struct {
 	Seconds         float64 `json:"seconds,omitempty"`
 	FloorSeconds    float64 `json:"floorSeconds,omitempty"`
 	QPSFloorSeconds float64 `json:"qpsFloorSeconds,omitempty"`
+	// FirstSeconds is the time until oria's first object arrived: how long
+	// oria takes to react, before its writes' throughput counts.
+	FirstSeconds float64 `json:"firstSeconds,omitempty"`
 	// Latency is set for per-object latencies (new namespaces).
 	Latency *Latency `json:"latency,omitempty"`
 	// Writes are oria's write requests by verb during the scenario, Reads
@@ -139,14 +142,14 @@ func (r *Report) render(w io.Writer) error {
 	fmt.Fprintf(w, "floor: a plain client without a client-side limit; floor@qps: the same at oria's QPS and burst (\"-\" when oria has no limit)\n\n")
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tobjects\toria\tfloor\tratio\tfloor@qps\tratio@qps\tp50\tp99\tmax\twrites\treads (GET)\tpeak RSS\toria CPU\tapiserver+etcd CPU")
+	fmt.Fprintln(tw, "scenario\tobjects\toria\tfirst\tfloor\tratio\tfloor@qps\tratio@qps\tp50\tp99\tmax\twrites\treads (GET)\tpeak RSS\toria CPU\tapiserver+etcd CPU")
 	for _, x := range r.Results {
-		objects, conv, p50, p99, pmax := "-", "-", "-", "-", "-"
+		objects, conv, first, p50, p99, pmax := "-", "-", "-", "-", "-", "-"
 		if x.Objects > 0 {
 			objects = fmt.Sprint(x.Objects)
 		}
 		if x.Seconds > 0 {
-			conv = fmtSeconds(x.Seconds)
+			conv, first = fmtSeconds(x.Seconds), fmtSeconds(x.FirstSeconds)
 		}
 		switch {
 		case !x.Converged && x.Error != "":
@@ -163,8 +166,8 @@ func (r *Report) render(w io.Writer) error {
 		if x.FloorControlPlaneCPUSeconds > 0 {
 			cp += fmt.Sprintf(" (floor %.1fs)", x.FloorControlPlaneCPUSeconds)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1fs\t%s\n",
-			x.Name, objects, conv, floor, ratio, qpsFloor, qpsRatio, p50, p99, pmax, fmtWrites(x), x.Reads,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1fs\t%s\n",
+			x.Name, objects, conv, first, floor, ratio, qpsFloor, qpsRatio, p50, p99, pmax, fmtWrites(x), x.Reads,
 			fmtMB(x.PeakRSS), x.CPUSeconds, cp)
 	}
 	if err := tw.Flush(); err != nil {

@@ -166,11 +166,11 @@ func (b *bench) converge(ctx context.Context, r *Result, obs *observer, n int, s
 	if err := start(ctx); err != nil {
 		return err
 	}
-	last, err := obs.waitCount(ctx, n, b.cfg.timeout)
+	first, last, err := obs.waitCount(ctx, n, b.cfg.timeout)
 	if err != nil {
 		r.Error = err.Error()
 	} else {
-		r.Converged, r.Seconds = true, last.Sub(t0).Seconds()
+		r.Converged, r.Seconds, r.FirstSeconds = true, last.Sub(t0).Seconds(), first.Sub(t0).Seconds()
 	}
 	if err := b.waitQuiet(ctx, "after "+r.Name); err != nil {
 		return err
