@@ -48,7 +48,7 @@ const LeaderElectionID = "oria.operatorframework.io"
 //   - oria's concurrency is bounded by its worker pools: at most
 //     MaxConcurrentReconciles reconciles per controller, each with a bounded
 //     write pool (ClusterExtension 16, ScopeTemplate and ScopeInstance
-//     binding.DefaultWorkers = 64, RBACPolicy 1), so at most
+//     engine.DefaultWorkers = 64, RBACPolicy 1), so at most
 //     MaxConcurrentReconciles x 145 requests in flight (1,160 with the
 //     default 8 workers), besides watches, Events and leader election.
 //
