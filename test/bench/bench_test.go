@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -86,6 +88,22 @@ func TestParseMetric(t *testing.T) {
 	}
 	if _, err := parseMetric(`rest_client_requests_total{method="GET} 1`, "rest_client_requests_total"); err == nil {
 		t.Error("unterminated label value: want an error")
+	}
+}
+
+func TestMetricsScrape(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, metricsText) }))
+	defer srv.Close()
+	m := metrics{url: srv.URL, client: srv.Client()}
+	req, err := m.requests(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (requestCounts{"GET": 12, "PATCH": 4002, "POST": 3, conflictKey: 2}); !reflect.DeepEqual(req, want) {
+		t.Errorf("requests = %v, want %v", req, want)
+	}
+	if busy, err := m.busy(context.Background()); err != nil || !busy {
+		t.Errorf("busy = %v, %v; want true (a queue of depth 5)", busy, err)
 	}
 }
 

@@ -162,35 +162,39 @@ func (m metrics) scrape(ctx context.Context) (string, error) {
 	return string(b), nil
 }
 
-// requests returns oria's API requests so far, by method.
-func (m metrics) requests(ctx context.Context) (requestCounts, error) {
+// families scrapes oria's /metrics once and returns the samples of each
+// named metric family, in order.
+func (m metrics) families(ctx context.Context, names ...string) ([][]sample, error) {
 	text, err := m.scrape(ctx)
 	if err != nil {
 		return nil, err
 	}
-	s, err := parseMetric(text, "rest_client_requests_total")
+	out := make([][]sample, len(names))
+	for i, name := range names {
+		if out[i], err = parseMetric(text, name); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// requests returns oria's API requests so far, by method.
+func (m metrics) requests(ctx context.Context) (requestCounts, error) {
+	f, err := m.families(ctx, "rest_client_requests_total")
 	if err != nil {
 		return nil, err
 	}
-	c := requestCounts(sumBy(s, "method"))
-	c[conflictKey] = sumBy(s, "code")[conflictKey]
+	c := requestCounts(sumBy(f[0], "method"))
+	c[conflictKey] = sumBy(f[0], "code")[conflictKey]
 	return c, nil
 }
 
 // busy reports whether any of oria's controllers has queued or in-flight
 // work.
 func (m metrics) busy(ctx context.Context) (bool, error) {
-	text, err := m.scrape(ctx)
+	f, err := m.families(ctx, "workqueue_depth", "controller_runtime_active_workers")
 	if err != nil {
 		return false, err
 	}
-	depth, err := parseMetric(text, "workqueue_depth")
-	if err != nil {
-		return false, err
-	}
-	active, err := parseMetric(text, "controller_runtime_active_workers")
-	if err != nil {
-		return false, err
-	}
-	return sum(depth)+sum(active) > 0, nil
+	return sum(f[0])+sum(f[1]) > 0, nil
 }
