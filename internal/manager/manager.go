@@ -35,9 +35,9 @@ const LeaderElectionID = "oria.operatorframework.io"
 //
 // By default oria has no client-side limit, as controller-runtime's own
 // GetConfig. A token bucket sized for a large fan-out still throttles it: at
-// QPS 500 / burst 1,000, 2,000 RoleBindings take (2,000 - 1,000) / 500 = 2 s
-// where the local API server takes them in 0.9 s (docs/benchmarks.md). It is
-// safe without one because:
+// QPS 500 / burst 1,000, 5,000 RoleBindings take (5,000 - 1,000) / 500 = 8 s
+// where the local API server takes them in 4.2-4.7 s (docs/benchmarks.md).
+// It is safe without one (docs/operations.md) because:
 //   - the API server protects itself with API Priority and Fairness: a
 //     ServiceAccount's requests are queued fairly against other users' in
 //     their priority level (workload-low by default), and the excess is
@@ -50,7 +50,8 @@ const LeaderElectionID = "oria.operatorframework.io"
 //     write pool (ClusterExtension 16, ScopeTemplate and ScopeInstance
 //     engine.DefaultWorkers = 64, RBACPolicy 1), so at most
 //     MaxConcurrentReconciles x 145 requests in flight (1,160 with the
-//     default 8 workers), besides watches, Events and leader election.
+//     default 8 workers), besides watches, Events, leader election and
+//     the escalation guard's SubjectAccessReviews (8 per admission request).
 //
 // A positive QPS restores a token bucket of that rate and burst, e.g. on an
 // API server without Priority and Fairness.
