@@ -137,7 +137,7 @@ func (b *bench) fanout(ctx context.Context) error {
 	return b.newNamespaces(ctx, obs, s)
 }
 
-// scale is scenario 4: I ScopeInstances each selecting the same N
+// scale is scenario 3: I ScopeInstances each selecting the same N
 // namespaces, I x N RoleBindings at once (10 x 5,000 = 50,000 by default).
 func (b *bench) scale(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)

@@ -64,7 +64,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.schemaKB, "schema-kb", 100, "Size of each CRD's openAPI schema in KB.")
 	fs.IntVar(&c.namespaces, "namespaces", 2000, "Scenario 2: namespaces the ScopeInstance selects (N).")
 	fs.IntVar(&c.newNamespaces, "new-namespaces", 100, "Scenario 2: new namespaces created one by one after convergence (M).")
-	fs.IntVar(&c.idleSeconds, "idle-seconds", 120, "Scenario 3: seconds to count oria's writes with nothing changing (T).")
+	fs.IntVar(&c.idleSeconds, "idle-seconds", 120, "Idle scenario: seconds to count oria's writes with nothing changing (T).")
 	fs.IntVar(&c.scaleInstances, "scale-instances", 10, "Scenario scale: ScopeInstances (I), each selecting the same namespaces.")
 	fs.IntVar(&c.scaleNamespaces, "scale-namespaces", 5000, "Scenario scale: namespaces (oria creates I x this many RoleBindings).")
 	fs.Float64Var(&c.qps, "qps", manager.DefaultKubeAPIQPS,

@@ -204,7 +204,7 @@ func (b *bench) measureFloors(ctx context.Context, r *Result, create func(contex
 	return nil
 }
 
-// idle is scenario 3: with everything converged, oria must not write.
+// idle is scenario 4: with everything converged, oria must not write.
 func (b *bench) idle(ctx context.Context) error {
 	r := &Result{Name: scenarioIdle}
 	b.report.Results = append(b.report.Results, r)
