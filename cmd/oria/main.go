@@ -22,19 +22,16 @@ import (
 	"github.com/operator-framework/oria/internal/manager"
 )
 
-// Defaults for the API client. The API server protects itself with API
-// Priority and Fairness; client-go's historical 20 QPS would throttle a
-// 2,000-namespace fan-out to 100 s, so oria's defaults are sized to let a
-// large fan-out converge in seconds while still bounding a runaway loop.
+// defaultWorkers is the number of reconciles per controller at once. A
+// worker waits for the slowest write of its object before taking the next,
+// so too few leave the API server's capacity unused: in the scale benchmark
+// (docs/benchmarks.md) 4 workers converged 200 extensions at 1.5x the
+// rate-limit floor, 8 at 1.05x. It also bounds oria's requests in flight,
+// which is what makes running without a client-side rate limit (the
+// default, see manager.DefaultKubeAPIQPS) safe.
+const defaultWorkers = 8
+
 const (
-	defaultQPS   = 500
-	defaultBurst = 1000
-	// defaultWorkers is the number of reconciles per controller at once.
-	// A worker waits for the slowest write of its object before taking the
-	// next, so too few leave the client's rate limit unused: in the scale
-	// benchmark (docs/benchmarks.md) 4 workers converged 200 extensions at
-	// 1.5x the rate-limit floor, 8 at 1.05x.
-	defaultWorkers = 8
 	// defaultWebhookPort and defaultWebhookCertDir are controller-runtime's
 	// defaults, where config/default mounts the serving certificate.
 	defaultWebhookPort    = 9443
@@ -74,8 +71,10 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	var mode string
 	fs.StringVar(&mode, "default-rbac-mode", string(oriav1alpha1.RBACModeUnmanaged),
 		fmt.Sprintf("RBAC mode for ClusterExtensions without the %s annotation: %s", oriav1alpha1.AnnotationRBACMode, modeList()))
-	fs.Float64Var(&cfg.qps, "kube-api-qps", defaultQPS, "Sustained queries per second to the Kubernetes API (client-side limit).")
-	fs.IntVar(&cfg.burst, "kube-api-burst", defaultBurst, "Burst of queries to the Kubernetes API above --kube-api-qps.")
+	fs.Float64Var(&cfg.qps, "kube-api-qps", manager.DefaultKubeAPIQPS,
+		"Client-side limit of queries per second to the Kubernetes API; -1 (the default) means no client-side limit: "+
+			"the API server's Priority and Fairness and oria's bounded worker pools limit the load.")
+	fs.IntVar(&cfg.burst, "kube-api-burst", manager.DefaultKubeAPIBurst, "Burst of queries above a positive --kube-api-qps.")
 	fs.IntVar(&cfg.opts.MaxConcurrentReconciles, "max-concurrent-reconciles", defaultWorkers, "Reconciles per controller at once.")
 	fs.BoolVar(&cfg.opts.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&cfg.opts.LeaderElectionNamespace, "leader-election-namespace", "",
@@ -99,8 +98,11 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, fmt.Errorf("invalid --default-rbac-mode %q: must be one of %s", mode, modeList())
 	}
 	cfg.opts.DefaultRBACMode = m
-	if cfg.qps <= 0 {
-		return nil, fmt.Errorf("invalid --kube-api-qps %v: must be greater than 0", cfg.qps)
+	switch {
+	case cfg.qps < 0:
+		cfg.qps = manager.NoClientRateLimit
+	case cfg.qps == 0:
+		return nil, fmt.Errorf("invalid --kube-api-qps %v: must be greater than 0, or -1 for no client-side limit", cfg.qps)
 	}
 	if cfg.burst < 1 {
 		return nil, fmt.Errorf("invalid --kube-api-burst %d: must be at least 1", cfg.burst)
@@ -127,7 +129,7 @@ func run(cfg *config) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	restCfg.QPS, restCfg.Burst = float32(cfg.qps), cfg.burst
+	manager.SetClientRateLimit(restCfg, cfg.qps, cfg.burst)
 	restCfg.UserAgent = rest.DefaultKubernetesUserAgent() + " oria"
 	if cfg.opts.LeaderElection && cfg.opts.LeaderElectionNamespace == "" {
 		cfg.opts.LeaderElectionNamespace = podNamespace()
@@ -147,8 +149,13 @@ func run(cfg *config) error {
 			return fmt.Errorf("setting up the escalation guard: %w", err)
 		}
 	}
-	ctrl.Log.Info("starting oria", "defaultRBACMode", cfg.opts.DefaultRBACMode, "qps", cfg.qps, "burst", cfg.burst,
-		"webhookPort", cfg.opts.WebhookPort, "webhookCertDir", cfg.opts.WebhookCertDir)
+	limit := []any{"qps", cfg.qps, "burst", cfg.burst}
+	if cfg.qps < 0 {
+		limit = []any{"qps", "no client-side limit"}
+	}
+	ctrl.Log.Info("starting oria", append([]any{"defaultRBACMode", cfg.opts.DefaultRBACMode,
+		"maxConcurrentReconciles", cfg.opts.MaxConcurrentReconciles,
+		"webhookPort", cfg.opts.WebhookPort, "webhookCertDir", cfg.opts.WebhookCertDir}, limit...)...)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 

@@ -5,7 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/manager"
 )
 
 func TestParseFlagsDefaults(t *testing.T) {
@@ -19,11 +23,36 @@ func TestParseFlagsDefaults(t *testing.T) {
 	if cfg.opts.MaxConcurrentReconciles != defaultWorkers {
 		t.Errorf("max-concurrent-reconciles = %d, want %d", cfg.opts.MaxConcurrentReconciles, defaultWorkers)
 	}
-	if cfg.qps != defaultQPS || cfg.burst != defaultBurst {
-		t.Errorf("qps/burst = %v/%d, want %v/%d", cfg.qps, cfg.burst, defaultQPS, defaultBurst)
+	// No client-side limit by default: API Priority and Fairness and the
+	// worker pools bound the load (manager.DefaultKubeAPIQPS).
+	if cfg.qps != -1 || cfg.burst != manager.DefaultKubeAPIBurst {
+		t.Errorf("qps/burst = %v/%d, want -1/%d", cfg.qps, cfg.burst, manager.DefaultKubeAPIBurst)
 	}
 	if cfg.opts.WebhookPort != defaultWebhookPort || cfg.opts.WebhookCertDir != defaultWebhookCertDir {
 		t.Errorf("the escalation guard is on by default: port %d, cert dir %q", cfg.opts.WebhookPort, cfg.opts.WebhookCertDir)
+	}
+}
+
+func TestParseFlagsNoLimit(t *testing.T) {
+	// Any negative QPS means no client-side limit, as in client-go.
+	cfg, err := parseFlags([]string{"--kube-api-qps=-5"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.qps != manager.NoClientRateLimit {
+		t.Errorf("qps = %v, want %v", cfg.qps, manager.NoClientRateLimit)
+	}
+}
+
+func TestSetClientRateLimit(t *testing.T) {
+	cfg := &rest.Config{QPS: 20, Burst: 30, RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()}
+	manager.SetClientRateLimit(cfg, -1, 1000)
+	if cfg.QPS >= 0 || cfg.RateLimiter != nil {
+		t.Errorf("no limit: QPS %v, RateLimiter %v; want a negative QPS (client-go then builds no token bucket) and none", cfg.QPS, cfg.RateLimiter)
+	}
+	manager.SetClientRateLimit(cfg, 50, 100)
+	if cfg.QPS != 50 || cfg.Burst != 100 {
+		t.Errorf("limit: QPS/burst %v/%d, want 50/100", cfg.QPS, cfg.Burst)
 	}
 }
 
@@ -61,8 +90,7 @@ func TestParseFlagsInvalid(t *testing.T) {
 	}{
 		{[]string{"--default-rbac-mode=legacy"}, `invalid --default-rbac-mode "legacy": must be one of Legacy, FineGrained, Unmanaged`},
 		{[]string{"--default-rbac-mode="}, "invalid --default-rbac-mode"},
-		{[]string{"--kube-api-qps=0"}, "invalid --kube-api-qps 0"},
-		{[]string{"--kube-api-qps=-3"}, "invalid --kube-api-qps"},
+		{[]string{"--kube-api-qps=0"}, "invalid --kube-api-qps 0: must be greater than 0, or -1 for no client-side limit"},
 		{[]string{"--kube-api-burst=0"}, "invalid --kube-api-burst 0"},
 		{[]string{"--max-concurrent-reconciles=0"}, "invalid --max-concurrent-reconciles 0"},
 		{[]string{"--webhook-port=-1"}, "invalid --webhook-port -1: must be a port number, or 0 to disable the escalation guard"},

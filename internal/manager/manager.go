@@ -30,6 +30,53 @@ import (
 // LeaderElectionID is the name of the Lease oria replicas elect a leader with.
 const LeaderElectionID = "oria.operatorframework.io"
 
+// The client-side rate limit of oria's API client (the --kube-api-qps and
+// --kube-api-burst flags of cmd/oria).
+//
+// By default oria has no client-side limit, as controller-runtime's own
+// GetConfig. A token bucket sized for a large fan-out still throttles it: at
+// QPS 500 / burst 1,000, 5,000 RoleBindings take (5,000 - 1,000) / 500 = 8 s
+// where the local API server takes them in 4.2-4.7 s (docs/benchmarks.md).
+// It is safe without one (docs/operations.md) because:
+//   - the API server protects itself with API Priority and Fairness: a
+//     ServiceAccount's requests are queued fairly against other users' in
+//     their priority level (workload-low by default), and the excess is
+//     rejected with 429 and a Retry-After header instead of overloading it;
+//   - client-go retries a 429 after the Retry-After delay (up to 10 times),
+//     and a request that still fails requeues its object with the
+//     controller's backoff;
+//   - oria's concurrency is bounded by its worker pools: at most
+//     MaxConcurrentReconciles reconciles per controller, each with a bounded
+//     write pool (ClusterExtension 16, ScopeTemplate and ScopeInstance
+//     engine.DefaultWorkers = 64, RBACPolicy 1), so at most
+//     MaxConcurrentReconciles x 145 requests in flight (1,160 with the
+//     default 8 workers), besides watches, Events, leader election and
+//     the escalation guard's SubjectAccessReviews (8 per admission request).
+//
+// A positive QPS restores a token bucket of that rate and burst, e.g. on an
+// API server without Priority and Fairness.
+const (
+	// NoClientRateLimit, as the QPS, disables client-go's token bucket.
+	NoClientRateLimit = -1
+	// DefaultKubeAPIQPS is oria's default: no client-side limit.
+	DefaultKubeAPIQPS = NoClientRateLimit
+	// DefaultKubeAPIBurst is the burst of a positive QPS.
+	DefaultKubeAPIBurst = 1000
+)
+
+// SetClientRateLimit sets cfg's client-side rate limit: a positive qps is a
+// token bucket of qps and burst, a negative one no client-side limit
+// (client-go builds no token bucket for a negative QPS; zero would mean its
+// default of 5).
+func SetClientRateLimit(cfg *rest.Config, qps float64, burst int) {
+	cfg.RateLimiter = nil
+	if qps < 0 {
+		cfg.QPS, cfg.Burst = NoClientRateLimit, 0
+		return
+	}
+	cfg.QPS, cfg.Burst = float32(qps), burst
+}
+
 // Options are the settings cmd/oria exposes as flags.
 type Options struct {
 	// DefaultRBACMode applies to ClusterExtensions without the rbac-mode

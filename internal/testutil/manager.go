@@ -29,7 +29,7 @@ const OriaUser = "oria-under-test"
 
 // OriaConfig returns a rest.Config for a user holding exactly oria's
 // ClusterRole (config/rbac/role.yaml, generated from the controllers'
-// RBAC markers) and nothing else, with oria's default QPS and burst. Suites
+// RBAC markers) and nothing else, with oria's default client rate limit. Suites
 // that run their controllers with it prove that the shipped RBAC suffices,
 // escalate and bind included.
 func OriaConfig(ctx context.Context, c *localcluster.Cluster, admin client.Client) (*rest.Config, error) {
@@ -56,7 +56,7 @@ func OriaConfig(ctx context.Context, c *localcluster.Cluster, admin client.Clien
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS, cfg.Burst = 500, 1000 // oria's defaults (cmd/oria)
+	manager.SetClientRateLimit(cfg, manager.DefaultKubeAPIQPS, manager.DefaultKubeAPIBurst) // oria's defaults (cmd/oria)
 	return cfg, nil
 }
 

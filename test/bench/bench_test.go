@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -89,6 +91,22 @@ func TestParseMetric(t *testing.T) {
 	}
 }
 
+func TestMetricsScrape(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, metricsText) }))
+	defer srv.Close()
+	m := metrics{url: srv.URL, client: srv.Client()}
+	req, err := m.requests(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (requestCounts{"GET": 12, "PATCH": 4002, "POST": 3, conflictKey: 2}); !reflect.DeepEqual(req, want) {
+		t.Errorf("requests = %v, want %v", req, want)
+	}
+	if busy, err := m.busy(context.Background()); err != nil || !busy {
+		t.Errorf("busy = %v, %v; want true (a queue of depth 5)", busy, err)
+	}
+}
+
 func TestRequestCountsWrites(t *testing.T) {
 	before := requestCounts{"GET": 10, "PATCH": 5}
 	after := requestCounts{"GET": 30, "PATCH": 9, "POST": 1, "DELETE": 2}
@@ -124,54 +142,79 @@ func sampleReport() *Report {
 	return &Report{
 		Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Host:    Host{CPUs: 2, Commit: "abc1234"},
-		Config:  Sizes{Extensions: 200, CRDsPerExtension: 5, Namespaces: 2000, NewNamespaces: 100, IdleSeconds: 120, QPS: 500, Burst: 1000, FloorWorkers: 32},
+		Config: Sizes{Extensions: 200, CRDsPerExtension: 5, Namespaces: 2000, NewNamespaces: 100, ScaleInstances: 10, ScaleNamespaces: 5000,
+			IdleSeconds: 120, QPS: 500, Burst: 1000, FloorWorkers: 32},
 		PeakRSS: 90 << 20,
 		Results: []*Result{
-			{Name: scenarioExtensions, Objects: 4000, Converged: true, Seconds: 9, FloorSeconds: 6, Writes: map[string]int{"PATCH": 4200}, WritesTotal: 4200, PeakRSS: 80 << 20, CPUSeconds: 4.2, ControlPlaneCPUSeconds: 9, FloorControlPlaneCPUSeconds: 3},
+			{Name: scenarioExtensions, Objects: 4000, Converged: true, Seconds: 9, FirstSeconds: 0.25, FloorSeconds: 7.5, QPSFloorSeconds: 6, Reads: 4001, Conflicts: 7,
+				Writes: map[string]int{"PATCH": 4200}, WritesTotal: 4200, PeakRSS: 80 << 20, CPUSeconds: 4.2, ControlPlaneCPUSeconds: 9, FloorControlPlaneCPUSeconds: 3},
 			{Name: scenarioFanout, Objects: 2000, Converged: true, Seconds: 5, FloorSeconds: 2, WritesTotal: 2001},
-			{Name: scenarioNewNamespaces, Objects: 100, Converged: true, Latency: &Latency{Count: 100, P50: 0.05, P99: 0.4, Max: 0.6}},
+			{Name: scenarioNewNamespaces, Objects: 100, Converged: true, Latency: &Latency{Count: 100, P50: 0.05, P99: 0.09, Max: 0.6}},
+			{Name: scenarioScale, Objects: 50000, Converged: true, Seconds: 30, FloorSeconds: 25, PeakRSS: 210 << 20},
 			{Name: scenarioIdle, Converged: true, WritesTotal: 0, Reads: 3},
 		},
 	}
 }
 
-func TestEvaluate(t *testing.T) {
-	r := sampleReport()
-	r.evaluate()
+func targets(r *Report) map[string]string {
 	got := map[string]string{}
 	for _, tg := range r.Targets {
 		got[tg.Name] = tg.Got + " " + tg.verdict()
 	}
+	return got
+}
+
+func TestEvaluate(t *testing.T) {
+	r := sampleReport()
+	r.evaluate()
 	want := map[string]string{
-		"extensions convergence / floor": "1.50 PASS",
-		"fanout convergence / floor":     "2.50 FAIL",
-		"new-namespace p99 (N=2000)":     "400ms PASS",
-		"idle writes (120s)":             "0 PASS",
-		targetRSSLabel:                   "90 MB n/a", // N=2000 < 5000
+		"extensions convergence / floor (no client limit)": "1.20 PASS", // 9 / 7.5; the QPS floor does not count
+		"fanout convergence / floor (no client limit)":     "2.50 FAIL",
+		"scale convergence / floor (no client limit)":      "1.20 PASS",
+		"extensions reads (GET)":                           "4001 FAIL",
+		"new-namespace p99 (N=2000)":                       "90ms PASS",
+		"idle writes (120s)":                               "0 PASS",
+		targetRSSLabel:                                     "90 MB n/a", // N=2000 < 5000
+		"scale peak RSS (50000 RoleBindings)":              "210 MB FAIL",
 	}
-	if !reflect.DeepEqual(got, want) {
+	if got := targets(r); !reflect.DeepEqual(got, want) {
 		t.Errorf("targets = %v, want %v", got, want)
 	}
-	if n := r.failedTargets(); n != 1 {
-		t.Errorf("failedTargets = %d, want 1", n)
+	if n := r.failedTargets(); n != 3 {
+		t.Errorf("failedTargets = %d, want 3", n)
 	}
 
 	r.Config.Namespaces = 5000
 	r.Results[1].Seconds, r.Results[1].FloorSeconds = 0.5, 0.2 // -quick sizes
-	r.Results[3].WritesTotal = 2
+	r.Results[2].Latency.P99 = 0.1
+	r.Results[3].Objects, r.Results[3].FloorSeconds = 5000, 0
+	r.Results[4].WritesTotal = 2
 	r.Results[0].Converged = false
 	r.evaluate()
-	got = map[string]string{}
-	for _, tg := range r.Targets {
-		got[tg.Name] = tg.Got + " " + tg.verdict()
-	}
-	if got[targetRSSLabel] != "90 MB PASS" || got["idle writes (120s)"] != "2 FAIL" ||
-		got["fanout convergence / floor"] != "2.50 (floor < 1s) n/a" ||
-		got["extensions convergence / floor"] != "did not converge FAIL" {
-		t.Errorf("targets = %v", got)
+	got := targets(r)
+	for name, want := range map[string]string{
+		targetRSSLabel:       "90 MB PASS",
+		"idle writes (120s)": "2 FAIL",
+		"fanout convergence / floor (no client limit)":     "2.50 (floor < 1s) n/a",
+		"extensions convergence / floor (no client limit)": "did not converge FAIL",
+		"extensions reads (GET)":                           "did not converge FAIL",
+		"new-namespace p99 (N=5000)":                       "100ms FAIL",
+		"scale convergence / floor (no client limit)":      "no floor n/a",
+		"scale peak RSS (5000 RoleBindings)":               "210 MB n/a", // below 50,000
+	} {
+		if got[name] != want {
+			t.Errorf("target %q = %q, want %q", name, got[name], want)
+		}
 	}
 	if r.converged() {
 		t.Error("converged() with a scenario that timed out")
+	}
+
+	// A scale-only run: the memory target of scenarios 1 and 2 is not shown.
+	r.Results = r.Results[3:4]
+	r.evaluate()
+	if got := targets(r); len(got) != 2 || got[targetRSSLabel] != "" {
+		t.Errorf("scale-only targets = %v", got)
 	}
 }
 
@@ -184,19 +227,27 @@ func TestRender(t *testing.T) {
 	if err := r.render(&b); err != nil {
 		t.Fatal(err)
 	}
-	out := b.String()
+	out := strings.Join(strings.Fields(b.String()), " ") // columns' widths vary
 	for _, want := range []string{
-		"200 extensions x 5 CRDs, 2000 namespaces (+100 new), idle 120s; qps 500, burst 1000; floor: 32 workers, create",
-		"9.00s", "6.00s", "1.50", // extensions: oria, floor, ratio
-		"4200 (PATCH 4200)", "80 MB", "4.2s", "9.0s (floor 3.0s)",
+		"200 extensions x 5 CRDs, 2000 namespaces (+100 new), scale 10 x 5000, idle 120s; oria's client: qps 500, burst 1000; floor: 32 workers, create",
+		"9.00s 250ms 7.50s 1.20 6.00s 1.50", // extensions: oria, first, floor, ratio, floor@qps, ratio@qps
+		"4200 (PATCH 4200; 7 got 409) 4001", "80 MB", "4.2s", "9.0s (floor 3.0s)",
 		"TIMEOUT", "fanout: 1999 of 2000",
-		"50ms", "400ms", "600ms",
-		"extensions convergence / floor             <= 1.5",
+		"50ms", "90ms", "600ms",
+		"extensions convergence / floor (no client limit) <= 1.25 1.20 PASS",
 		"PASS", "FAIL", "n/a",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
+	}
+	r.Config.QPS = -1
+	b.Reset()
+	if err := r.render(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "oria's client: no client-side limit") {
+		t.Errorf("no-limit header missing:\n%s", b.String())
 	}
 }
 
@@ -216,20 +267,41 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.extensions != 20 || c.crds != 5 || c.namespaces != 50 || c.newNamespaces != 20 || c.idleSeconds != 15 {
-		t.Errorf("quick sizes = %d %d %d %d %d", c.extensions, c.crds, c.namespaces, c.newNamespaces, c.idleSeconds)
+	if c.extensions != 20 || c.crds != 5 || c.namespaces != 50 || c.newNamespaces != 20 || c.idleSeconds != 15 || c.scaleNamespaces != 500 {
+		t.Errorf("quick sizes = %d %d %d %d %d %d", c.extensions, c.crds, c.namespaces, c.newNamespaces, c.idleSeconds, c.scaleNamespaces)
 	}
-	if !reflect.DeepEqual(c.scenarios, []string{scenarioIdle, scenarioFanout}) || c.qps != 500 || c.burst != 1000 {
-		t.Errorf("scenarios %v qps %v burst %v", c.scenarios, c.qps, c.burst)
+	// Scenarios run in their fixed order, idle last; oria keeps its own
+	// defaults (no client-side limit) unless -qps or -burst is given.
+	if !reflect.DeepEqual(c.scenarios, []string{scenarioFanout, scenarioIdle}) || c.qps != -1 || c.oriaLimit {
+		t.Errorf("scenarios %v qps %v oriaLimit %v", c.scenarios, c.qps, c.oriaLimit)
 	}
 	c, err = parseFlags(nil, io.Discard)
-	if err != nil || c.extensions != 200 || c.namespaces != 2000 || len(c.scenarios) != len(scenarios) {
+	if err != nil || c.extensions != 200 || c.namespaces != 2000 || c.scaleInstances != 10 || c.scaleNamespaces != 5000 ||
+		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioIdle}) {
 		t.Errorf("defaults = %+v, %v", c, err)
 	}
-	for _, bad := range [][]string{{"-scenarios=nope"}, {"-extensions=0"}, {"-qps=0"}, {"extra"}} {
+	c, err = parseFlags([]string{"-qps=500", "-scenarios=scale,all"}, io.Discard)
+	if err != nil || c.qps != 500 || c.burst != 1000 || !c.oriaLimit ||
+		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioScale, scenarioIdle}) {
+		t.Errorf("-qps=500 -scenarios=scale,all: %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{{"-scenarios=nope"}, {"-extensions=0"}, {"-qps=0"}, {"-scale-instances=0"}, {"extra"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("parseFlags(%v): want an error", bad)
 		}
+	}
+}
+
+func TestSpread(t *testing.T) {
+	s := newSpread("bench-scale", 3, 10)
+	if s.bindings() != 30 || s.namespaces[2] != "bench-scale-00002" || s.instances[9] != "bench-scale-09" || s.role != "bench-scale-reader" {
+		t.Errorf("spread = %+v", s)
+	}
+	if !strings.HasPrefix(s.instanceSelector(), "oria.operatorframework.io/scope-instance in (bench-scale-00,bench-scale-01,") {
+		t.Errorf("selector = %s", s.instanceSelector())
+	}
+	if one := newSpread("bench-fanout", 2, 1); one.instances[0] != "bench-fanout" || one.bindings() != 2 {
+		t.Errorf("one-instance spread = %+v", one)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/extension"
+	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/names"
 )
 
@@ -58,9 +59,14 @@ feed:
 	return context.Cause(ctx)
 }
 
-// floor is a plain client-go client with oria's QPS and burst: the physical
+// floor is a plain client-go client with a pool of workers: the physical
 // reference for how fast the API server takes the objects oria creates.
+// The benchmark measures it without a client-side limit and, when oria has
+// one, at oria's QPS and burst.
 type floor struct {
+	// limited is set for the floor at oria's QPS and burst.
+	limited bool
+	name    string
 	cs      kubernetes.Interface
 	md      metadata.Interface
 	workers int
@@ -69,9 +75,11 @@ type floor struct {
 	apply bool
 }
 
+// newFloor returns a floor client; a negative qps means no client-side
+// limit.
 func newFloor(cfg *rest.Config, qps float64, burst, workers int, timeout time.Duration, apply bool) (*floor, error) {
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = float32(qps), burst
+	manager.SetClientRateLimit(cfg, qps, burst)
 	cfg.UserAgent = "oria-bench-floor"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -81,7 +89,11 @@ func newFloor(cfg *rest.Config, qps float64, burst, workers int, timeout time.Du
 	if err != nil {
 		return nil, err
 	}
-	return &floor{cs: cs, md: md, workers: workers, timeout: timeout, apply: apply}, nil
+	f := &floor{limited: qps > 0, name: "no client limit", cs: cs, md: md, workers: workers, timeout: timeout, apply: apply}
+	if f.limited {
+		f.name = fmt.Sprintf("qps %g, burst %d", qps, burst)
+	}
+	return f, nil
 }
 
 // run creates n objects with create(i) on the worker pool and returns the
@@ -98,7 +110,7 @@ func (f *floor) run(ctx context.Context, gvr schema.GroupVersionResource, n int,
 	if err := parallel(ctx, f.workers, n, create); err != nil {
 		return 0, fmt.Errorf("floor: %w", err)
 	}
-	last, err := obs.waitCount(ctx, n, f.timeout)
+	_, last, err := obs.waitCount(ctx, n, f.timeout)
 	if err != nil {
 		return 0, fmt.Errorf("floor: %w", err)
 	}
@@ -135,14 +147,14 @@ func (f *floor) clusterRoles(ctx context.Context, crds []crdName) (time.Duration
 	})
 }
 
-// roleBindings creates one RoleBinding of the fan-out's role in each
-// namespace, as scenario 2 expects of oria.
-func (f *floor) roleBindings(ctx context.Context, namespaces []string, role string, subjects []rbacv1.Subject) (time.Duration, error) {
-	return f.run(ctx, roleBindingsGVR, len(namespaces), func(ctx context.Context, i int) error {
+// roleBindings creates perNamespace RoleBindings of role in each namespace,
+// as the fan-out scenarios expect of oria (one per ScopeInstance).
+func (f *floor) roleBindings(ctx context.Context, namespaces []string, perNamespace int, role string, subjects []rbacv1.Subject) (time.Duration, error) {
+	return f.run(ctx, roleBindingsGVR, len(namespaces)*perNamespace, func(ctx context.Context, i int) error {
 		rb := &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{
-				Name:      "bench-floor-" + role,
-				Namespace: namespaces[i],
+				Name:      fmt.Sprintf("bench-floor-%s-%d", role, i%perNamespace),
+				Namespace: namespaces[i/perNamespace],
 				Labels:    map[string]string{labelFloor: "true"},
 			},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
@@ -155,7 +167,7 @@ func (f *floor) roleBindings(ctx context.Context, namespaces []string, role stri
 				return err
 			})
 		}
-		_, err := f.cs.RbacV1().RoleBindings(namespaces[i]).Create(ctx, rb, metav1.CreateOptions{})
+		_, err := f.cs.RbacV1().RoleBindings(rb.Namespace).Create(ctx, rb, metav1.CreateOptions{})
 		return err
 	})
 }

@@ -1,9 +1,10 @@
 // Command bench is oria's scale benchmark (`make bench`, docs/benchmarks.md).
 // It starts the local control plane, runs the oria binary as a separate
-// process, drives the scenarios (extensions, fan-out, idle), measures
-// convergence against a plain client's floor, oria's API writes, memory and
-// CPU, and prints a table of figures and targets, also written as JSON
-// under .bench/.
+// process with its default flags, drives the scenarios (extensions, fan-out,
+// scale, idle), measures convergence against a plain client's floor (without
+// a client-side limit, and at oria's limit when it has one), oria's API
+// requests, memory and CPU, and prints a table of figures and targets, also
+// written as JSON under .bench/.
 package main
 
 import (
@@ -12,7 +13,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -28,25 +28,30 @@ import (
 
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/test/localcluster"
-	"github.com/operator-framework/oria/test/oriaproc"
 )
 
 // config is the parsed command line.
 type config struct {
 	extensions, crds, namespaces, newNamespaces, idleSeconds int
-	qps                                                      float64
-	burst, floorWorkers, schemaKB                            int
-	scenarios                                                []string
-	timeout                                                  time.Duration
-	noFloor, floorApply, failOnTarget, profile               bool
-	oriaBin, outDir                                          string
-	oriaArgs                                                 []string
+	scaleInstances, scaleNamespaces                          int
+	// qps and burst are oria's client limit (a negative qps: none);
+	// oriaLimit is set when -qps or -burst was given, and oria then gets
+	// them as flags (else it runs with its defaults, which they equal).
+	qps                                        float64
+	burst, floorWorkers, schemaKB              int
+	oriaLimit                                  bool
+	scenarios                                  []string
+	timeout                                    time.Duration
+	noFloor, floorApply, failOnTarget, profile bool
+	oriaBin, outDir                            string
+	oriaArgs                                   []string
 }
 
 // quickPreset are the sizes of -quick, applied to the flags not given
 // explicitly.
 var quickPreset = map[string]string{
 	"extensions": "20", "crds-per-extension": "5", "namespaces": "200", "new-namespaces": "20", "idle-seconds": "15",
+	"scale-namespaces": "500",
 }
 
 func parseFlags(args []string, out io.Writer) (*config, error) {
@@ -59,14 +64,17 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.schemaKB, "schema-kb", 100, "Size of each CRD's openAPI schema in KB.")
 	fs.IntVar(&c.namespaces, "namespaces", 2000, "Scenario 2: namespaces the ScopeInstance selects (N).")
 	fs.IntVar(&c.newNamespaces, "new-namespaces", 100, "Scenario 2: new namespaces created one by one after convergence (M).")
-	fs.IntVar(&c.idleSeconds, "idle-seconds", 120, "Scenario 3: seconds to count oria's writes with nothing changing (T).")
-	fs.Float64Var(&c.qps, "qps", 500, "Client QPS of oria (--kube-api-qps) and of the floor client.")
-	fs.IntVar(&c.burst, "burst", 1000, "Client burst of oria (--kube-api-burst) and of the floor client.")
+	fs.IntVar(&c.idleSeconds, "idle-seconds", 120, "Idle scenario: seconds to count oria's writes with nothing changing (T).")
+	fs.IntVar(&c.scaleInstances, "scale-instances", 10, "Scenario scale: ScopeInstances (I), each selecting the same namespaces.")
+	fs.IntVar(&c.scaleNamespaces, "scale-namespaces", 5000, "Scenario scale: namespaces (oria creates I x this many RoleBindings).")
+	fs.Float64Var(&c.qps, "qps", manager.DefaultKubeAPIQPS,
+		"oria's --kube-api-qps (default: oria's, -1 = no client-side limit); a positive value is also measured as a second floor.")
+	fs.IntVar(&c.burst, "burst", manager.DefaultKubeAPIBurst, "oria's --kube-api-burst (default: oria's), for a positive -qps.")
 	fs.IntVar(&c.floorWorkers, "floor-workers", 32, "Parallel workers of the floor client.")
 	fs.BoolVar(&c.noFloor, "no-floor", false, "Skip the floor measurements.")
 	fs.BoolVar(&c.floorApply, "floor-apply", false, "The floor writes with server-side apply, as oria does, instead of create.")
-	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, idle, or all.")
-	quick := fs.Bool("quick", false, "Small sizes for a fast run: -extensions=20 -crds-per-extension=5 -namespaces=200 -new-namespaces=20 -idle-seconds=15 (explicit flags win).")
+	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, scale, idle; all = extensions, fanout, idle.")
+	quick := fs.Bool("quick", false, "Small sizes for a fast run: -extensions=20 -crds-per-extension=5 -namespaces=200 -new-namespaces=20 -idle-seconds=15 -scale-namespaces=500 (explicit flags win).")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "Bound on each wait: convergence, and the settling of the cluster before a timed phase.")
 	fs.BoolVar(&c.failOnTarget, "fail-on-target", false, "Exit non-zero when a target is missed (always non-zero when a scenario does not converge).")
 	fs.BoolVar(&c.profile, "profile", false, "Save oria's CPU (first 30 s) and heap profiles of each scenario under the output folder.")
@@ -79,9 +87,10 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.oriaLimit = set["qps"] || set["burst"]
 	if *quick {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		for name, v := range quickPreset {
 			if !set[name] {
 				if err := fs.Set(name, v); err != nil {
@@ -91,31 +100,52 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		}
 	}
 	c.oriaArgs = strings.Fields(*oriaArgs)
-	for _, s := range strings.Split(*scen, ",") {
-		s = strings.TrimSpace(s)
-		switch {
-		case s == "all":
-			for _, x := range scenarios {
-				c.scenarios = append(c.scenarios, x.name)
-			}
-		case slices.ContainsFunc(scenarios, func(x scenario) bool { return x.name == s }):
-			c.scenarios = append(c.scenarios, s)
-		default:
-			return nil, fmt.Errorf("invalid -scenarios %q: unknown scenario %q (want extensions, fanout, idle or all)", *scen, s)
-		}
+	var err error
+	if c.scenarios, err = parseScenarios(*scen); err != nil {
+		return nil, err
 	}
 	for name, v := range map[string]int{
 		"extensions": c.extensions, "crds-per-extension": c.crds, "namespaces": c.namespaces,
 		"floor-workers": c.floorWorkers, "schema-kb": c.schemaKB, "burst": c.burst,
+		"scale-instances": c.scaleInstances, "scale-namespaces": c.scaleNamespaces,
 	} {
 		if v < 1 {
 			return nil, fmt.Errorf("invalid -%s %d: must be at least 1", name, v)
 		}
 	}
-	if c.newNamespaces < 0 || c.idleSeconds < 0 || c.qps <= 0 {
-		return nil, errors.New("-new-namespaces and -idle-seconds must be >= 0, -qps > 0")
+	if c.newNamespaces < 0 || c.idleSeconds < 0 || c.qps == 0 {
+		return nil, errors.New("-new-namespaces and -idle-seconds must be >= 0, -qps > 0 or -1 (no client-side limit)")
+	}
+	if c.qps < 0 {
+		c.qps = manager.NoClientRateLimit
 	}
 	return c, nil
+}
+
+// parseScenarios returns the scenarios named in the -scenarios value, in
+// their running order and each once.
+func parseScenarios(value string) ([]string, error) {
+	want := map[string]bool{}
+	for _, s := range strings.Split(value, ",") {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "all":
+			for _, x := range scenarios {
+				want[x.name] = want[x.name] || x.inAll
+			}
+		case slices.ContainsFunc(scenarios, func(x scenario) bool { return x.name == s }):
+			want[s] = true
+		default:
+			return nil, fmt.Errorf("invalid -scenarios %q: unknown scenario %q (want extensions, fanout, scale, idle or all)", value, s)
+		}
+	}
+	var out []string
+	for _, x := range scenarios {
+		if want[x.name] {
+			out = append(out, x.name)
+		}
+	}
+	return out, nil
 }
 
 func main() {
@@ -141,6 +171,7 @@ func run(args []string) int {
 
 	report := &Report{Started: time.Now(), Host: host(), Config: Sizes{
 		Extensions: cfg.extensions, CRDsPerExtension: cfg.crds, Namespaces: cfg.namespaces, NewNamespaces: cfg.newNamespaces,
+		ScaleInstances: cfg.scaleInstances, ScaleNamespaces: cfg.scaleNamespaces,
 		IdleSeconds: cfg.idleSeconds, QPS: cfg.qps, Burst: cfg.burst, FloorWorkers: cfg.floorWorkers, FloorApply: cfg.floorApply,
 		Scenarios: cfg.scenarios, OriaBinary: cfg.oriaBin, OriaArgs: cfg.oriaArgs,
 	}}
@@ -205,9 +236,11 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 		return err
 	}
 
-	args := append([]string{
-		fmt.Sprintf("--kube-api-qps=%g", cfg.qps), fmt.Sprintf("--kube-api-burst=%d", cfg.burst),
-	}, append(cluster.OriaFlags(), cfg.oriaArgs...)...)
+	var args []string
+	if cfg.oriaLimit {
+		args = []string{fmt.Sprintf("--kube-api-qps=%g", cfg.qps), fmt.Sprintf("--kube-api-burst=%d", cfg.burst)}
+	}
+	args = append(append(args, cluster.OriaFlags()...), cfg.oriaArgs...)
 	logPath := filepath.Join(cfg.outDir, "oria.log")
 	logf("starting %s %s (log: %s)", cfg.oriaBin, strings.Join(args, " "), logPath)
 	oria, err := startOria(ctx, cfg, cluster.Kubeconfig, logPath, args...)
@@ -225,8 +258,16 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 		cpPIDs: childPIDs("etcd", "kube-apiserver"),
 	}
 	if !cfg.noFloor {
-		if b.floor, err = newFloor(cluster.Config, cfg.qps, cfg.burst, cfg.floorWorkers, cfg.timeout, cfg.floorApply); err != nil {
-			return err
+		limits := []float64{manager.NoClientRateLimit}
+		if cfg.qps > 0 {
+			limits = append(limits, cfg.qps)
+		}
+		for _, qps := range limits {
+			f, err := newFloor(cluster.Config, qps, cfg.burst, cfg.floorWorkers, cfg.timeout, cfg.floorApply)
+			if err != nil {
+				return err
+			}
+			b.floors = append(b.floors, f)
 		}
 	}
 	defer func() { report.PeakRSS = b.mem.overallPeak() }()
@@ -243,82 +284,6 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 		return errors.New("oria exited during the run; see " + logPath)
 	}
 	return nil
-}
-
-// oriaProcess is the oria binary running against the local control plane,
-// with what the benchmark reads from it.
-type oriaProcess struct {
-	*oriaproc.Process
-	metrics   metrics
-	outDir    string
-	profile   bool
-	profiling chan struct{} // one CPU profile at a time
-}
-
-func startOria(ctx context.Context, cfg *config, kubeconfig, logPath string, args ...string) (*oriaProcess, error) {
-	proc, err := oriaproc.Start(ctx, cfg.oriaBin, kubeconfig, logPath, args...)
-	if err != nil {
-		return nil, err
-	}
-	return &oriaProcess{
-		Process:   proc,
-		metrics:   metrics{url: proc.MetricsURL, client: &http.Client{Timeout: 10 * time.Second}},
-		outDir:    cfg.outDir,
-		profile:   cfg.profile,
-		profiling: make(chan struct{}, 1),
-	}, nil
-}
-
-// startCPUProfile saves a 30 s CPU profile of the scenario in the
-// background (with -profile; skipped while another one runs).
-func (p *oriaProcess) startCPUProfile(ctx context.Context, name string) {
-	if !p.profile {
-		return
-	}
-	select {
-	case p.profiling <- struct{}{}:
-	default:
-		return
-	}
-	go func() {
-		defer func() { <-p.profiling }()
-		_ = p.saveProfile(ctx, "profile?seconds=30", name+"-cpu.pb.gz", 45*time.Second)
-	}()
-}
-
-// saveHeapProfile saves a heap profile at the end of a scenario (-profile).
-func (p *oriaProcess) saveHeapProfile(ctx context.Context, name string) {
-	if p.profile {
-		_ = p.saveProfile(ctx, "heap", name+"-heap.pb.gz", 30*time.Second)
-	}
-}
-
-func (p *oriaProcess) saveProfile(ctx context.Context, query, file string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.PprofURL+"/"+query, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("pprof %s: %s", query, resp.Status)
-	}
-	dir := filepath.Join(p.outDir, "profiles")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, file))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(f, resp.Body)
-	return err
 }
 
 // host describes the machine for the report.

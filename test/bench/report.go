@@ -4,23 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
-)
-
-// Targets of issue 6 (see docs/benchmarks.md).
-const (
-	targetRatio      = 1.5         // convergence / floor
-	minFloorSeconds  = 1.0         // the ratio target applies from this floor up
-	targetP99        = time.Second // new-namespace latency
-	targetRSSBytes   = 150 << 20   // peak RSS at the memory size
-	memoryExtensions = 200         // the memory target's size:
-	memoryCRDs       = 5           // E x C CRDs
-	memoryNamespaces = 5000        // and N namespaces
-	targetRSSLabel   = "peak RSS at 200x5 CRDs + 5,000 namespaces"
 )
 
 // Report is what a run measured; it is printed as a table and written as
@@ -45,18 +35,21 @@ type Host struct {
 
 // Sizes are the benchmark's parameters.
 type Sizes struct {
-	Extensions       int      `json:"extensions"`
-	CRDsPerExtension int      `json:"crdsPerExtension"`
-	Namespaces       int      `json:"namespaces"`
-	NewNamespaces    int      `json:"newNamespaces"`
-	IdleSeconds      int      `json:"idleSeconds"`
-	QPS              float64  `json:"qps"`
-	Burst            int      `json:"burst"`
-	FloorWorkers     int      `json:"floorWorkers"`
-	FloorApply       bool     `json:"floorApply"`
-	Scenarios        []string `json:"scenarios"`
-	OriaBinary       string   `json:"oriaBinary"`
-	OriaArgs         []string `json:"oriaArgs,omitempty"`
+	Extensions       int `json:"extensions"`
+	CRDsPerExtension int `json:"crdsPerExtension"`
+	Namespaces       int `json:"namespaces"`
+	NewNamespaces    int `json:"newNamespaces"`
+	ScaleInstances   int `json:"scaleInstances"`
+	ScaleNamespaces  int `json:"scaleNamespaces"`
+	IdleSeconds      int `json:"idleSeconds"`
+	// QPS and Burst are oria's client limit; a negative QPS: none.
+	QPS          float64  `json:"qps"`
+	Burst        int      `json:"burst"`
+	FloorWorkers int      `json:"floorWorkers"`
+	FloorApply   bool     `json:"floorApply"`
+	Scenarios    []string `json:"scenarios"`
+	OriaBinary   string   `json:"oriaBinary"`
+	OriaArgs     []string `json:"oriaArgs,omitempty"`
 }
 
 // Result is one row of the table.
@@ -67,33 +60,49 @@ type Result struct {
 	Converged bool   `json:"converged"`
 	Error     string `json:"error,omitempty"`
 	// Seconds is oria's convergence time; FloorSeconds the plain client's
-	// time for the same objects (0: not measured).
-	Seconds      float64 `json:"seconds,omitempty"`
-	FloorSeconds float64 `json:"floorSeconds,omitempty"`
+	// time for the same objects without a client-side limit, and
+	// QPSFloorSeconds at oria's QPS and burst (0: not measured; oria has no
+	// limit, or -no-floor).
+	Seconds         float64 `json:"seconds,omitempty"`
+	FloorSeconds    float64 `json:"floorSeconds,omitempty"`
+	QPSFloorSeconds float64 `json:"qpsFloorSeconds,omitempty"`
+	// FirstSeconds is the time until oria's first object arrived: how long
+	// oria takes to react, before its writes' throughput counts.
+	FirstSeconds float64 `json:"firstSeconds,omitempty"`
 	// Latency is set for per-object latencies (new namespaces).
 	Latency *Latency `json:"latency,omitempty"`
 	// Writes are oria's write requests by verb during the scenario, Reads
-	// its GET/LIST/WATCH requests.
+	// its GET requests (gets, lists and watches).
 	Writes      map[string]int `json:"writes"`
 	WritesTotal int            `json:"writesTotal"`
 	Reads       int            `json:"reads"`
+	// Conflicts are the writes the API server refused with 409 Conflict.
+	Conflicts int `json:"conflicts,omitempty"`
 	// PeakRSS (bytes) and CPUSeconds are oria's; ControlPlaneCPUSeconds
 	// are etcd's and kube-apiserver's, for context on a shared machine.
 	PeakRSS                int64   `json:"peakRSSBytes"`
 	CPUSeconds             float64 `json:"cpuSeconds"`
 	ControlPlaneCPUSeconds float64 `json:"controlPlaneCPUSeconds"`
 	// FloorControlPlaneCPUSeconds is etcd's and kube-apiserver's CPU while
-	// the floor ran: what the same objects cost the server without oria.
+	// the floor without a client-side limit ran: what the same objects
+	// cost the server without oria.
 	FloorControlPlaneCPUSeconds float64 `json:"floorControlPlaneCPUSeconds,omitempty"`
 	WallSeconds                 float64 `json:"wallSeconds"` // the scenario's whole window
 }
 
-// Ratio returns oria's time over the floor's, 0 when either is unknown.
-func (r *Result) Ratio() float64 {
-	if r.Seconds <= 0 || r.FloorSeconds <= 0 {
+// Ratio returns oria's time over the floor's without a client-side limit,
+// 0 when either is unknown.
+func (r *Result) Ratio() float64 { return ratio(r.Seconds, r.FloorSeconds) }
+
+// QPSRatio returns oria's time over the floor's at oria's QPS and burst, 0
+// when either is unknown.
+func (r *Result) QPSRatio() float64 { return ratio(r.Seconds, r.QPSFloorSeconds) }
+
+func ratio(t, floor float64) float64 {
+	if t <= 0 || floor <= 0 {
 		return 0
 	}
-	return r.Seconds / r.FloorSeconds
+	return t / floor
 }
 
 // Latency summarises per-object latencies in seconds.
@@ -104,111 +113,19 @@ type Latency struct {
 	Max   float64 `json:"max"`
 }
 
+// percentile returns the nearest-rank p-th percentile (0 < p <= 100) of d.
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
 func newLatency(d []time.Duration) *Latency {
 	return &Latency{Count: len(d), P50: percentile(d, 50).Seconds(), P99: percentile(d, 99).Seconds(), Max: percentile(d, 100).Seconds()}
-}
-
-// Target is one pass/fail line. Pass is nil when the target does not apply
-// to this run's sizes or was not measured.
-type Target struct {
-	Name string `json:"name"`
-	Want string `json:"want"`
-	Got  string `json:"got"`
-	Pass *bool  `json:"pass"`
-}
-
-func (t Target) verdict() string {
-	switch {
-	case t.Pass == nil:
-		return "n/a"
-	case *t.Pass:
-		return "PASS"
-	default:
-		return "FAIL"
-	}
-}
-
-func (r *Report) result(name string) *Result {
-	for _, x := range r.Results {
-		if x.Name == name {
-			return x
-		}
-	}
-	return nil
-}
-
-// evaluate computes the targets from the results.
-func (r *Report) evaluate() {
-	r.Targets = nil
-	add := func(name, want, got string, pass *bool) {
-		r.Targets = append(r.Targets, Target{Name: name, Want: want, Got: got, Pass: pass})
-	}
-	for _, name := range []string{scenarioExtensions, scenarioFanout} {
-		x := r.result(name)
-		if x == nil {
-			continue
-		}
-		label := name + " convergence / floor"
-		switch {
-		case !x.Converged:
-			add(label, fmt.Sprintf("<= %.1f", targetRatio), "did not converge", ptr(false))
-		case x.Ratio() == 0:
-			add(label, fmt.Sprintf("<= %.1f", targetRatio), "no floor", nil)
-		case x.FloorSeconds < minFloorSeconds:
-			// A floor this short measures latency (watch delivery, a
-			// reconcile's start), not throughput: -quick sizes.
-			add(label, fmt.Sprintf("<= %.1f", targetRatio), fmt.Sprintf("%.2f (floor < %.0fs)", x.Ratio(), minFloorSeconds), nil)
-		default:
-			add(label, fmt.Sprintf("<= %.1f", targetRatio), fmt.Sprintf("%.2f", x.Ratio()), ptr(x.Ratio() <= targetRatio))
-		}
-	}
-	if x := r.result(scenarioNewNamespaces); x != nil {
-		label := fmt.Sprintf("new-namespace p99 (N=%d)", r.Config.Namespaces)
-		switch {
-		case !x.Converged || x.Latency == nil:
-			add(label, "< 1s", "did not converge", ptr(false))
-		default:
-			var pass *bool
-			if r.Config.Namespaces >= 2000 { // the target is stated at N = 2,000
-				pass = ptr(x.Latency.P99 < targetP99.Seconds())
-			}
-			add(label, "< 1s", fmtSeconds(x.Latency.P99), pass)
-		}
-	}
-	if x := r.result(scenarioIdle); x != nil {
-		got := fmt.Sprintf("%d", x.WritesTotal)
-		if !x.Converged {
-			got = "not measured"
-		}
-		add(fmt.Sprintf("idle writes (%ds)", r.Config.IdleSeconds), "0", got, ptr(x.Converged && x.WritesTotal == 0))
-	}
-	var pass *bool
-	if r.Config.Extensions >= memoryExtensions && r.Config.CRDsPerExtension >= memoryCRDs &&
-		r.Config.Namespaces >= memoryNamespaces && r.result(scenarioExtensions) != nil && r.result(scenarioFanout) != nil {
-		pass = ptr(r.PeakRSS < targetRSSBytes)
-	}
-	add(targetRSSLabel, "< 150 MB", fmtMB(r.PeakRSS), pass)
-}
-
-// failedTargets counts the targets that apply and failed.
-func (r *Report) failedTargets() int {
-	n := 0
-	for _, t := range r.Targets {
-		if t.Pass != nil && !*t.Pass {
-			n++
-		}
-	}
-	return n
-}
-
-// converged reports whether every scenario converged.
-func (r *Report) converged() bool {
-	for _, x := range r.Results {
-		if !x.Converged {
-			return false
-		}
-	}
-	return true
 }
 
 // render prints the report as two tables: figures, then targets.
@@ -219,18 +136,20 @@ func (r *Report) render(w io.Writer) error {
 	if c.FloorApply {
 		method = "server-side apply"
 	}
-	fmt.Fprintf(w, "sizes: %d extensions x %d CRDs, %d namespaces (+%d new), idle %ds; qps %g, burst %d; floor: %d workers, %s\n\n",
-		c.Extensions, c.CRDsPerExtension, c.Namespaces, c.NewNamespaces, c.IdleSeconds, c.QPS, c.Burst, c.FloorWorkers, method)
+	fmt.Fprintf(w, "sizes: %d extensions x %d CRDs, %d namespaces (+%d new), scale %d x %d, idle %ds; oria's client: %s; floor: %d workers, %s\n",
+		c.Extensions, c.CRDsPerExtension, c.Namespaces, c.NewNamespaces, c.ScaleInstances, c.ScaleNamespaces, c.IdleSeconds,
+		fmtLimit(c.QPS, c.Burst), c.FloorWorkers, method)
+	fmt.Fprintf(w, "floor: a plain client without a client-side limit; floor@qps: the same at oria's QPS and burst (\"-\" when oria has no limit)\n\n")
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\tobjects\toria\tfloor\tratio\tp50\tp99\tmax\twrites\treads\tpeak RSS\toria CPU\tapiserver+etcd CPU")
+	fmt.Fprintln(tw, "scenario\tobjects\toria\tfirst\tfloor\tratio\tfloor@qps\tratio@qps\tp50\tp99\tmax\twrites\treads (GET)\tpeak RSS\toria CPU\tapiserver+etcd CPU")
 	for _, x := range r.Results {
-		objects, conv, floor, ratio, p50, p99, pmax := "-", "-", "-", "-", "-", "-", "-"
+		objects, conv, first, p50, p99, pmax := "-", "-", "-", "-", "-", "-"
 		if x.Objects > 0 {
 			objects = fmt.Sprint(x.Objects)
 		}
 		if x.Seconds > 0 {
-			conv = fmtSeconds(x.Seconds)
+			conv, first = fmtSeconds(x.Seconds), fmtSeconds(x.FirstSeconds)
 		}
 		switch {
 		case !x.Converged && x.Error != "":
@@ -238,12 +157,8 @@ func (r *Report) render(w io.Writer) error {
 		case !x.Converged:
 			conv = "stopped" // the run ended before this row finished
 		}
-		if x.FloorSeconds > 0 {
-			floor = fmtSeconds(x.FloorSeconds)
-		}
-		if x.Converged && x.Ratio() > 0 {
-			ratio = fmt.Sprintf("%.2f", x.Ratio())
-		}
+		floor, ratio := fmtFloor(x, x.FloorSeconds, x.Ratio())
+		qpsFloor, qpsRatio := fmtFloor(x, x.QPSFloorSeconds, x.QPSRatio())
 		if l := x.Latency; l != nil && l.Count > 0 {
 			p50, p99, pmax = fmtSeconds(l.P50), fmtSeconds(l.P99), fmtSeconds(l.Max)
 		}
@@ -251,8 +166,8 @@ func (r *Report) render(w io.Writer) error {
 		if x.FloorControlPlaneCPUSeconds > 0 {
 			cp += fmt.Sprintf(" (floor %.1fs)", x.FloorControlPlaneCPUSeconds)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1fs\t%s\n",
-			x.Name, objects, conv, floor, ratio, p50, p99, pmax, fmtWrites(x), x.Reads,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1fs\t%s\n",
+			x.Name, objects, conv, first, floor, ratio, qpsFloor, qpsRatio, p50, p99, pmax, fmtWrites(x), x.Reads,
 			fmtMB(x.PeakRSS), x.CPUSeconds, cp)
 	}
 	if err := tw.Flush(); err != nil {
@@ -281,7 +196,28 @@ func (r *Report) render(w io.Writer) error {
 	return nil
 }
 
-// fmtWrites shows the total and the non-zero verbs: "4020 (PATCH 4000, POST 20)".
+// fmtFloor shows a floor's time and oria's ratio to it, "-" when unknown.
+func fmtFloor(x *Result, seconds, ratio float64) (string, string) {
+	f, r := "-", "-"
+	if seconds > 0 {
+		f = fmtSeconds(seconds)
+	}
+	if x.Converged && ratio > 0 {
+		r = fmt.Sprintf("%.2f", ratio)
+	}
+	return f, r
+}
+
+// fmtLimit shows a client-side rate limit.
+func fmtLimit(qps float64, burst int) string {
+	if qps < 0 {
+		return "no client-side limit"
+	}
+	return fmt.Sprintf("qps %g, burst %d", qps, burst)
+}
+
+// fmtWrites shows the total, the non-zero verbs and the refused writes:
+// "4020 (PATCH 4000, POST 20; 12 got 409)".
 func fmtWrites(x *Result) string {
 	var parts []string
 	for _, v := range writeVerbs {
@@ -289,10 +225,14 @@ func fmtWrites(x *Result) string {
 			parts = append(parts, fmt.Sprintf("%s %d", v, n))
 		}
 	}
-	if len(parts) == 0 {
+	detail := strings.Join(parts, ", ")
+	if x.Conflicts > 0 {
+		detail += fmt.Sprintf("; %d got 409", x.Conflicts)
+	}
+	if detail == "" {
 		return fmt.Sprint(x.WritesTotal)
 	}
-	return fmt.Sprintf("%d (%s)", x.WritesTotal, strings.Join(parts, ", "))
+	return fmt.Sprintf("%d (%s)", x.WritesTotal, detail)
 }
 
 func fmtSeconds(s float64) string {

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/testutil"
+)
+
+// crdName identifies one benchmark CRD, <plural>.<group>, and its extension.
+type crdName struct{ plural, kind, group, extension string }
+
+func (c crdName) String() string { return c.plural + "." + c.group }
+
+func extensionName(e int) string { return fmt.Sprintf("bench-ext-%03d", e) }
+
+// benchCRDs returns the C CRDs of each of E extensions, in creation order.
+func benchCRDs(e, c int) []crdName {
+	out := make([]crdName, 0, e*c)
+	for i := range e {
+		for j := range c {
+			out = append(out, crdName{plural: fmt.Sprintf("widget%ds", j), kind: fmt.Sprintf("Widget%d", j), group: fmt.Sprintf("ext%03d.bench.oria.example.com", i), extension: extensionName(i)})
+		}
+	}
+	return out
+}
+
+// extensions is scenario 1: E extensions x C CRDs switched to Legacy.
+func (b *bench) extensions(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	crds := benchCRDs(b.cfg.extensions, b.cfg.crds)
+	r := &Result{Name: scenarioExtensions, Objects: 4 * len(crds)}
+	b.report.Results = append(b.report.Results, r)
+
+	schema := bigSchema(b.cfg.schemaKB << 10)
+	b.logf("creating %d CRDs (%d KB schemas) and %d ClusterExtensions", len(crds), b.cfg.schemaKB, b.cfg.extensions)
+	if err := parallel(ctx, setupWorkers, len(crds), func(ctx context.Context, i int) error {
+		c := crds[i]
+		crd := testutil.CRD(c.group, c.plural, c.kind, c.extension)
+		crd.Spec.Versions[0].Schema.OpenAPIV3Schema = schema
+		return b.admin.Create(ctx, crd)
+	}); err != nil {
+		return fmt.Errorf("creating CRDs: %w", err)
+	}
+	if err := parallel(ctx, setupWorkers, b.cfg.extensions, func(ctx context.Context, i int) error {
+		return b.admin.Create(ctx, testutil.ClusterExtension(extensionName(i), ""))
+	}); err != nil {
+		return fmt.Errorf("creating ClusterExtensions: %w", err)
+	}
+	if err := b.waitQuiet(ctx, "after creating CRDs"); err != nil {
+		return err
+	}
+
+	if err := b.measureFloors(ctx, r, func(ctx context.Context, f *floor) (time.Duration, error) {
+		return f.clusterRoles(ctx, crds)
+	}, func(ctx context.Context) error {
+		return b.admin.DeleteAllOf(ctx, &rbacv1.ClusterRole{}, client.HasLabels{labelFloor})
+	}); err != nil {
+		return err
+	}
+
+	b.logf("oria: switching %d ClusterExtensions to Legacy; waiting for %d ClusterRoles", b.cfg.extensions, r.Objects)
+	sel := labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}).String() + "," + oriav1alpha1.LabelExtension
+	obs, err := observe(ctx, b.md, clusterRolesGVR, sel)
+	if err != nil {
+		return err
+	}
+	return b.converge(ctx, r, obs, r.Objects, func(ctx context.Context) error {
+		return parallel(ctx, setupWorkers, b.cfg.extensions, func(ctx context.Context, i int) error {
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, oriav1alpha1.AnnotationRBACMode, oriav1alpha1.RBACModeLegacy)
+			ce := testutil.ClusterExtension(extensionName(i), "")
+			return b.admin.Patch(ctx, ce, client.RawPatch("application/merge-patch+json", []byte(patch)))
+		})
+	})
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/testutil"
+)
+
+const (
+	// labelSpread marks the namespaces of a spread with its name.
+	labelSpread = "bench.oria.operatorframework.io/spread"
+	// newNamespaceTimeout bounds the wait for one new namespace's binding.
+	newNamespaceTimeout = 30 * time.Second
+)
+
+var spreadSubjects = []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "bench-readers"}}
+
+// spread is the input of a fan-out: namespaces labelled for a selector, a
+// ScopeTemplate with one inline ClusterRole, and ScopeInstances of it that
+// all select those namespaces, so that oria writes one RoleBinding per
+// instance and namespace.
+type spread struct {
+	name       string // the ScopeTemplate's name, prefix of everything else
+	role       string // the template's ClusterRole
+	namespaces []string
+	instances  []string
+}
+
+func newSpread(name string, namespaces, instances int) *spread {
+	s := &spread{name: name, role: name + "-reader", namespaces: make([]string, namespaces), instances: make([]string, instances)}
+	for i := range s.namespaces {
+		s.namespaces[i] = fmt.Sprintf("%s-%05d", name, i)
+	}
+	for i := range s.instances {
+		s.instances[i] = fmt.Sprintf("%s-%02d", name, i)
+	}
+	if instances == 1 {
+		s.instances[0] = name
+	}
+	return s
+}
+
+func (s *spread) selector() map[string]string { return map[string]string{labelSpread: s.name} }
+
+// bindings is the number of RoleBindings oria must create.
+func (s *spread) bindings() int { return len(s.namespaces) * len(s.instances) }
+
+// instanceSelector selects the RoleBindings oria creates for the instances.
+func (s *spread) instanceSelector() string {
+	values := make([]string, len(s.instances))
+	for i, name := range s.instances {
+		values[i] = names.LabelValue(name)
+	}
+	return fmt.Sprintf("%s in (%s)", oriav1alpha1.LabelScopeInstance, strings.Join(values, ","))
+}
+
+// setupSpread creates the spread's namespaces and template (not timed) and
+// measures the floors: the same RoleBindings created by a plain client.
+func (b *bench) setupSpread(ctx context.Context, r *Result, s *spread) error {
+	b.logf("creating %d namespaces and ScopeTemplate %s", len(s.namespaces), s.name)
+	if err := parallel(ctx, setupWorkers, len(s.namespaces), func(ctx context.Context, i int) error {
+		return b.admin.Create(ctx, testutil.Namespace(s.namespaces[i], s.selector()))
+	}); err != nil {
+		return fmt.Errorf("creating namespaces: %w", err)
+	}
+	tmpl := &oriav1alpha1.ScopeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: s.name},
+		Spec: oriav1alpha1.ScopeTemplateSpec{
+			ClusterRoles: []oriav1alpha1.ClusterRoleTemplate{{
+				Name:  s.role,
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}},
+			}},
+			BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: spreadSubjects},
+		},
+	}
+	if err := b.admin.Create(ctx, tmpl); err != nil {
+		return fmt.Errorf("creating ScopeTemplate: %w", err)
+	}
+	if err := b.waitQuiet(ctx, "after creating namespaces"); err != nil {
+		return err
+	}
+	return b.measureFloors(ctx, r, func(ctx context.Context, f *floor) (time.Duration, error) {
+		return f.roleBindings(ctx, s.namespaces, len(s.instances), s.role, spreadSubjects)
+	}, func(ctx context.Context) error {
+		return parallel(ctx, setupWorkers, len(s.namespaces), func(ctx context.Context, i int) error {
+			return b.admin.DeleteAllOf(ctx, &rbacv1.RoleBinding{}, client.InNamespace(s.namespaces[i]), client.HasLabels{labelFloor})
+		})
+	})
+}
+
+// convergeSpread creates the spread's ScopeInstances at once and measures
+// the time until all their RoleBindings exist. The observer goes on
+// watching the instances' RoleBindings.
+func (b *bench) convergeSpread(ctx context.Context, r *Result, s *spread) (*observer, error) {
+	b.logf("oria: creating %d ScopeInstance(s) %s; waiting for %d RoleBindings", len(s.instances), s.instances[0], s.bindings())
+	obs, err := observe(ctx, b.md, roleBindingsGVR, s.instanceSelector())
+	if err != nil {
+		return nil, err
+	}
+	return obs, b.converge(ctx, r, obs, s.bindings(), func(ctx context.Context) error {
+		return parallel(ctx, setupWorkers, len(s.instances), func(ctx context.Context, i int) error {
+			return b.admin.Create(ctx, &oriav1alpha1.ScopeInstance{
+				ObjectMeta: metav1.ObjectMeta{Name: s.instances[i]},
+				Spec: oriav1alpha1.ScopeInstanceSpec{
+					ScopeTemplateName: s.name,
+					NamespaceSelector: &metav1.LabelSelector{MatchLabels: s.selector()},
+				},
+			})
+		})
+	})
+}
+
+// fanout is scenario 2: one ScopeInstance selecting N namespaces, then M new
+// namespaces one at a time.
+func (b *bench) fanout(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := newSpread("bench-fanout", b.cfg.namespaces, 1)
+	r := &Result{Name: scenarioFanout, Objects: s.bindings()}
+	b.report.Results = append(b.report.Results, r)
+	if err := b.setupSpread(ctx, r, s); err != nil {
+		return err
+	}
+	obs, err := b.convergeSpread(ctx, r, s)
+	if err != nil || !r.Converged {
+		return err
+	}
+	return b.newNamespaces(ctx, obs, s)
+}
+
+// scale is scenario 3: I ScopeInstances each selecting the same N
+// namespaces, I x N RoleBindings at once (10 x 5,000 = 50,000 by default).
+func (b *bench) scale(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := newSpread("bench-scale", b.cfg.scaleNamespaces, b.cfg.scaleInstances)
+	r := &Result{Name: scenarioScale, Objects: s.bindings()}
+	b.report.Results = append(b.report.Results, r)
+	if err := b.setupSpread(ctx, r, s); err != nil {
+		return err
+	}
+	_, err := b.convergeSpread(ctx, r, s)
+	return err
+}
+
+// newNamespaces is the second half of scenario 2: M more namespaces of the
+// spread, created one at a time, each after the previous one's RoleBinding
+// appeared. -new-namespaces=0 skips it.
+func (b *bench) newNamespaces(ctx context.Context, obs *observer, s *spread) error {
+	if b.cfg.newNamespaces == 0 {
+		return nil
+	}
+	nr := &Result{Name: scenarioNewNamespaces, Objects: b.cfg.newNamespaces}
+	b.report.Results = append(b.report.Results, nr)
+	b.logf("oria: creating %d new namespaces one by one", b.cfg.newNamespaces)
+	sp, err := b.begin(ctx, nr.Name)
+	if err != nil {
+		return err
+	}
+	var lat []time.Duration
+	for i := range b.cfg.newNamespaces {
+		ns := fmt.Sprintf("bench-new-%04d", i)
+		t0 := time.Now()
+		if err := b.admin.Create(ctx, testutil.Namespace(ns, s.selector())); err != nil {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+		at, err := obs.waitNamespace(ctx, ns, newNamespaceTimeout)
+		if err != nil {
+			nr.Error = err.Error()
+			break
+		}
+		lat = append(lat, at.Sub(t0))
+	}
+	nr.Converged = len(lat) == b.cfg.newNamespaces
+	nr.Latency = newLatency(lat)
+	if err := b.waitQuiet(ctx, "after new namespaces"); err != nil {
+		return err
+	}
+	return b.end(ctx, sp, nr)
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// observer records when objects matching a label selector first appear,
+// through a metadata-only informer (the watch events' arrival time).
+type observer struct {
+	mu      sync.Mutex
+	seen    map[string]time.Time // namespace/name -> first seen
+	byNS    map[string]time.Time // namespace -> first object seen in it
+	first   time.Time
+	last    time.Time
+	changed chan struct{} // closed and replaced on every new object
+}
+
+// observe starts an observer of gvr objects matching selector and waits for
+// its informer to sync; it stops with ctx.
+func observe(ctx context.Context, md metadata.Interface, gvr schema.GroupVersionResource, selector string) (*observer, error) {
+	o := &observer{seen: map[string]time.Time{}, byNS: map[string]time.Time{}, changed: make(chan struct{})}
+	inf := metadatainformer.NewFilteredMetadataInformer(md, gvr, metav1.NamespaceAll, 0, cache.Indexers{},
+		func(opts *metav1.ListOptions) { opts.LabelSelector = selector })
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: o.add}); err != nil {
+		return nil, err
+	}
+	go inf.Informer().RunWithContext(ctx)
+	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.Informer().HasSynced) {
+		return nil, fmt.Errorf("watching %s (%s): not synced within 1m", gvr.Resource, selector)
+	}
+	return o, nil
+}
+
+func (o *observer) add(obj any) {
+	now := time.Now()
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	key := m.Namespace + "/" + m.Name
+	if _, dup := o.seen[key]; dup {
+		return
+	}
+	o.seen[key] = now
+	if _, ok := o.byNS[m.Namespace]; !ok {
+		o.byNS[m.Namespace] = now
+	}
+	if o.first.IsZero() {
+		o.first = now
+	}
+	o.last = now
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+// wait blocks until done (called under the lock) holds, or timeout.
+func (o *observer) wait(ctx context.Context, timeout time.Duration, done func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		o.mu.Lock()
+		ok, ch := done(), o.changed
+		o.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// waitCount waits until n objects have been seen and returns when the first
+// and the last of them arrived.
+func (o *observer) waitCount(ctx context.Context, n int, timeout time.Duration) (first, last time.Time, err error) {
+	err = o.wait(ctx, timeout, func() bool { return len(o.seen) >= n })
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("%d of %d objects after %s: %w", len(o.seen), n, timeout, err)
+	}
+	return o.first, o.last, nil
+}
+
+// waitNamespace waits for the first object in namespace ns and returns when
+// it arrived.
+func (o *observer) waitNamespace(ctx context.Context, ns string, timeout time.Duration) (time.Time, error) {
+	err := o.wait(ctx, timeout, func() bool { _, ok := o.byNS[ns]; return ok })
+	if err != nil {
+		return time.Time{}, fmt.Errorf("no object in namespace %s after %s: %w", ns, timeout, err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.byNS[ns], nil
+}

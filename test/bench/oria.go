@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/operator-framework/oria/test/oriaproc"
+)
+
+// oriaProcess is the oria binary running against the local control plane,
+// with what the benchmark reads from it.
+type oriaProcess struct {
+	*oriaproc.Process
+	metrics   metrics
+	outDir    string
+	profile   bool
+	profiling chan struct{} // one CPU profile at a time
+}
+
+func startOria(ctx context.Context, cfg *config, kubeconfig, logPath string, args ...string) (*oriaProcess, error) {
+	proc, err := oriaproc.Start(ctx, cfg.oriaBin, kubeconfig, logPath, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &oriaProcess{
+		Process:   proc,
+		metrics:   metrics{url: proc.MetricsURL, client: &http.Client{Timeout: 10 * time.Second}},
+		outDir:    cfg.outDir,
+		profile:   cfg.profile,
+		profiling: make(chan struct{}, 1),
+	}, nil
+}
+
+// startCPUProfile saves a 30 s CPU profile of the scenario in the
+// background (with -profile; skipped while another one runs).
+func (p *oriaProcess) startCPUProfile(ctx context.Context, name string) {
+	if !p.profile {
+		return
+	}
+	select {
+	case p.profiling <- struct{}{}:
+	default:
+		return
+	}
+	go func() {
+		defer func() { <-p.profiling }()
+		_ = p.saveProfile(ctx, "profile?seconds=30", name+"-cpu.pb.gz", 45*time.Second)
+	}()
+}
+
+// saveHeapProfile saves a heap profile at the end of a scenario (-profile).
+func (p *oriaProcess) saveHeapProfile(ctx context.Context, name string) {
+	if p.profile {
+		_ = p.saveProfile(ctx, "heap", name+"-heap.pb.gz", 30*time.Second)
+	}
+}
+
+func (p *oriaProcess) saveProfile(ctx context.Context, query, file string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.PprofURL+"/"+query, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof %s: %s", query, resp.Status)
+	}
+	dir := filepath.Join(p.outDir, "profiles")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, file))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}

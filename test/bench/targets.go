@@ -1,0 +1,154 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// Targets of issues 6 and 9 (see docs/benchmarks.md).
+const (
+	// targetRatio bounds convergence over the floor without a client-side
+	// limit: oria, with its default flags, against a plain parallel client.
+	targetRatio     = 1.25
+	minFloorSeconds = 1.0 // the ratio targets apply from this floor up
+	// targetReads bounds the extensions row's GETs: a new ClusterRole needs
+	// no read before its create.
+	targetReads = 10
+	// targetP99 is the new-namespace latency at N >= targetP99Namespaces.
+	targetP99           = 100 * time.Millisecond
+	targetP99Namespaces = 2000
+	// targetRSSBytes is oria's peak RSS at the memory size: E x C CRDs and
+	// N namespaces.
+	targetRSSBytes   = 150 << 20
+	memoryExtensions = 200
+	memoryCRDs       = 5
+	memoryNamespaces = 5000
+	targetRSSLabel   = "peak RSS at 200x5 CRDs + 5,000 namespaces"
+	// targetScaleRSSBytes is oria's peak RSS in the scale row from
+	// scaleObjects RoleBindings up.
+	targetScaleRSSBytes = 200 << 20
+	scaleObjects        = 50000
+)
+
+// Target is one pass/fail line. Pass is nil when the target does not apply
+// to this run's sizes or was not measured.
+type Target struct {
+	Name string `json:"name"`
+	Want string `json:"want"`
+	Got  string `json:"got"`
+	Pass *bool  `json:"pass"`
+}
+
+func (t Target) verdict() string {
+	switch {
+	case t.Pass == nil:
+		return "n/a"
+	case *t.Pass:
+		return "PASS"
+	default:
+		return "FAIL"
+	}
+}
+
+func (r *Report) result(name string) *Result {
+	for _, x := range r.Results {
+		if x.Name == name {
+			return x
+		}
+	}
+	return nil
+}
+
+// evaluate computes the targets from the results.
+func (r *Report) evaluate() {
+	r.Targets = nil
+	add := func(name, want, got string, pass *bool) {
+		r.Targets = append(r.Targets, Target{Name: name, Want: want, Got: got, Pass: pass})
+	}
+	for _, name := range []string{scenarioExtensions, scenarioFanout, scenarioScale} {
+		if x := r.result(name); x != nil {
+			got, pass := ratioTarget(x)
+			add(name+" convergence / floor (no client limit)", fmt.Sprintf("<= %.2f", targetRatio), got, pass)
+		}
+	}
+	if x := r.result(scenarioExtensions); x != nil {
+		got, pass := fmt.Sprint(x.Reads), ptr(x.Reads <= targetReads)
+		if !x.Converged {
+			got, pass = "did not converge", ptr(false)
+		}
+		add("extensions reads (GET)", fmt.Sprintf("<= %d", targetReads), got, pass)
+	}
+	if x := r.result(scenarioNewNamespaces); x != nil {
+		label, want := fmt.Sprintf("new-namespace p99 (N=%d)", r.Config.Namespaces), "< "+fmtSeconds(targetP99.Seconds())
+		switch {
+		case !x.Converged || x.Latency == nil:
+			add(label, want, "did not converge", ptr(false))
+		default:
+			var pass *bool
+			if r.Config.Namespaces >= targetP99Namespaces {
+				pass = ptr(x.Latency.P99 < targetP99.Seconds())
+			}
+			add(label, want, fmtSeconds(x.Latency.P99), pass)
+		}
+	}
+	if x := r.result(scenarioIdle); x != nil {
+		got := fmt.Sprintf("%d", x.WritesTotal)
+		if !x.Converged {
+			got = "not measured"
+		}
+		add(fmt.Sprintf("idle writes (%ds)", r.Config.IdleSeconds), "0", got, ptr(x.Converged && x.WritesTotal == 0))
+	}
+	if r.result(scenarioExtensions) != nil || r.result(scenarioFanout) != nil {
+		var pass *bool
+		if r.Config.Extensions >= memoryExtensions && r.Config.CRDsPerExtension >= memoryCRDs &&
+			r.Config.Namespaces >= memoryNamespaces && r.result(scenarioExtensions) != nil && r.result(scenarioFanout) != nil {
+			pass = ptr(r.PeakRSS < targetRSSBytes)
+		}
+		add(targetRSSLabel, "< "+fmtMB(targetRSSBytes), fmtMB(r.PeakRSS), pass)
+	}
+	if x := r.result(scenarioScale); x != nil {
+		var pass *bool
+		if x.Converged && x.Objects >= scaleObjects {
+			pass = ptr(x.PeakRSS < targetScaleRSSBytes)
+		}
+		add(fmt.Sprintf("scale peak RSS (%d RoleBindings)", x.Objects), "< "+fmtMB(targetScaleRSSBytes), fmtMB(x.PeakRSS), pass)
+	}
+}
+
+// ratioTarget evaluates a row's convergence against its floor without a
+// client-side limit.
+func ratioTarget(x *Result) (string, *bool) {
+	switch {
+	case !x.Converged:
+		return "did not converge", ptr(false)
+	case x.Ratio() == 0:
+		return "no floor", nil
+	case x.FloorSeconds < minFloorSeconds:
+		// A floor this short measures latency (watch delivery, a
+		// reconcile's start), not throughput: -quick sizes.
+		return fmt.Sprintf("%.2f (floor < %.0fs)", x.Ratio(), minFloorSeconds), nil
+	default:
+		return fmt.Sprintf("%.2f", x.Ratio()), ptr(x.Ratio() <= targetRatio)
+	}
+}
+
+// failedTargets counts the targets that apply and failed.
+func (r *Report) failedTargets() int {
+	n := 0
+	for _, t := range r.Targets {
+		if t.Pass != nil && !*t.Pass {
+			n++
+		}
+	}
+	return n
+}
+
+// converged reports whether every scenario converged.
+func (r *Report) converged() bool {
+	for _, x := range r.Results {
+		if !x.Converged {
+			return false
+		}
+	}
+	return true
+}
