@@ -21,7 +21,7 @@
 // left alone: nothing is created there and its bindings are left to the
 // namespace controller, so an operator finishing finalizers keeps its access.
 //
-// Writes are fanned out over a bounded worker pool (package binding); the
+// Writes are fanned out over a bounded worker pool (package engine); the
 // client's QPS and burst are the throttle. A failure or a conflict in one
 // namespace is reported and retried without holding up the others.
 //
@@ -96,7 +96,7 @@ type Options struct {
 	// MaxConcurrentReconciles is the number of workers.
 	MaxConcurrentReconciles int
 	// Workers bounds the parallel writes of one reconcile
-	// (binding.DefaultWorkers when 0).
+	// (engine.DefaultWorkers when 0).
 	Workers int
 	// ConflictRecheckInterval: see DefaultRecheckInterval (the
 	// default when 0).
