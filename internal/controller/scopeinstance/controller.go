@@ -22,7 +22,7 @@
 // namespace controller, so an operator finishing finalizers keeps its access.
 //
 // Writes are fanned out over a bounded worker pool (package engine); the
-// client's QPS and burst are the throttle. A failure or a conflict in one
+// API server's priority and fairness is the throttle. A failure or a conflict in one
 // namespace is reported and retried without holding up the others.
 //
 // Spec errors (TemplateNotFound, TemplateInvalid, InvalidSelector,
