@@ -119,7 +119,9 @@ func roleRef(role string) rbacv1.RoleRef {
 // RoleBindings returns one RoleBinding per role in each namespace, sorted by
 // namespace then name.
 func RoleBindings(inst *oriav1alpha1.ScopeInstance, template string, roles []string, subj []rbacv1.Subject, namespaces []string) []*rbacv1.RoleBinding {
-	owner := ownership.Ref(ownership.KindScopeInstance, inst.Name, inst.UID)
+	// One labels map and one owner slice for every binding: read-only, and
+	// a 5,000-namespace fan-out would otherwise allocate 5,000 of each.
+	owners := []metav1.OwnerReference{ownership.Ref(ownership.KindScopeInstance, inst.Name, inst.UID)}
 	lbls := ownership.InstanceLabels(inst.Name, template)
 	out := make([]*rbacv1.RoleBinding, 0, len(roles)*len(namespaces))
 	for _, ns := range namespaces {
@@ -131,7 +133,7 @@ func RoleBindings(inst *oriav1alpha1.ScopeInstance, template string, roles []str
 					Name:            BindingName(inst.Name, role),
 					Namespace:       ns,
 					Labels:          lbls,
-					OwnerReferences: []metav1.OwnerReference{owner},
+					OwnerReferences: owners,
 				},
 				RoleRef:  roleRef(role),
 				Subjects: nsSubj,
