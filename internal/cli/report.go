@@ -90,7 +90,7 @@ func StatusTable(report []ExtensionStatus) *metav1.Table {
 			add("ClusterRole", r.Name, detail, status)
 		}
 		for _, g := range e.Grants {
-			add(g.Kind, g.Name, g.Access+" in "+g.Where, "Ready="+g.Ready+" "+g.Reason)
+			add(g.Kind, g.Name, g.Access+" "+g.Where, "Ready="+g.Ready+" "+g.Reason)
 		}
 	}
 	return t

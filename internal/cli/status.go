@@ -249,11 +249,11 @@ func where(scope string, bound []string, count int32) string {
 		return "cluster-wide"
 	}
 	if count == 0 {
-		return "no namespace bound"
+		return "in no namespace"
 	}
 	const show = 3
 	if len(bound) > show {
-		return fmt.Sprintf("%d namespaces: %s, ...", count, strings.Join(bound[:show], ", "))
+		return fmt.Sprintf("in %d namespaces: %s, ...", count, strings.Join(bound[:show], ", "))
 	}
-	return fmt.Sprintf("%d namespaces: %s", count, strings.Join(bound, ", "))
+	return fmt.Sprintf("in %d namespaces: %s", count, strings.Join(bound, ", "))
 }
