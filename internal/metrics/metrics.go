@@ -15,7 +15,9 @@
 //     needs no absent());
 //   - oria_writes_total{kind,action}: RBAC objects written by the write engine
 //     (action created, updated, replaced, deleted);
-//   - oria_write_errors_total{kind}: writes the API server refused;
+//   - oria_write_errors_total{kind,reason}: writes the API server refused,
+//     by its reason (Forbidden, Invalid, ...), those an attenuating
+//     ServiceAccount may not make included;
 //   - oria_namespace_binding_latency_seconds: from the moment a namespace
 //     event (creation, or a relabelling that makes a selector match) reaches
 //     oria to the RoleBinding oria created there for a ScopeInstance.
@@ -27,6 +29,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -50,8 +54,8 @@ var (
 	}, []string{"kind", "action"})
 	writeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: WriteErrorsTotal,
-		Help: "RBAC object writes the API server refused, by kind.",
-	}, []string{"kind"})
+		Help: "RBAC object writes the API server refused, by kind and the API server's reason (Forbidden, Invalid, ...; Unknown for an error without one).",
+	}, []string{"kind", "reason"})
 	bindingLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    NamespaceBindingLatency,
 		Help:    "Seconds from a namespace event (creation, or relabelling into a selector) reaching oria to the RoleBinding oria created there for a ScopeInstance.",
@@ -73,10 +77,19 @@ func ObserveWrites(kind string, outcomes []engine.Outcome) {
 	for _, o := range outcomes {
 		if a, ok := actions[o.Action]; ok {
 			writes.WithLabelValues(kind, a).Inc()
-		} else if o.Action == engine.Failed {
-			writeErrors.WithLabelValues(kind).Inc()
+		} else if o.Action == engine.Failed || o.Action == engine.Forbidden {
+			writeErrors.WithLabelValues(kind, errorReason(o.Err)).Inc()
 		}
 	}
+}
+
+// errorReason is the API server's reason for a refused write (Forbidden,
+// Invalid, Conflict, ...), or Unknown.
+func errorReason(err error) string {
+	if r := apierrors.ReasonForError(err); r != metav1.StatusReasonUnknown {
+		return string(r)
+	}
+	return "Unknown"
 }
 
 var registerOnce sync.Once

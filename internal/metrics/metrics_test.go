@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -96,16 +100,22 @@ oria_conflicts{kind="ScopeTemplate"} 0
 
 func TestObserveWrites(t *testing.T) {
 	before := testutil.ToFloat64(writes.WithLabelValues("RoleBinding", "created"))
-	beforeErr := testutil.ToFloat64(writeErrors.WithLabelValues("RoleBinding"))
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}, "x", errors.New("no"))
+	beforeErr := testutil.ToFloat64(writeErrors.WithLabelValues("RoleBinding", "Forbidden"))
+	beforeUnknown := testutil.ToFloat64(writeErrors.WithLabelValues("RoleBinding", "Unknown"))
 	ObserveWrites("RoleBinding", []engine.Outcome{
 		{Action: engine.Created}, {Action: engine.Created}, {Action: engine.Unchanged},
-		{Action: engine.Conflict}, {Action: engine.Failed}, {Action: engine.Skipped},
+		{Action: engine.Conflict}, {Action: engine.Failed, Err: forbidden}, {Action: engine.Forbidden, Err: fmt.Errorf("creating: %w", forbidden)},
+		{Action: engine.Failed, Err: errors.New("dial")}, {Action: engine.Skipped},
 	})
 	if d := testutil.ToFloat64(writes.WithLabelValues("RoleBinding", "created")) - before; d != 2 {
 		t.Errorf("created writes grew by %v, want 2", d)
 	}
-	if d := testutil.ToFloat64(writeErrors.WithLabelValues("RoleBinding")) - beforeErr; d != 1 {
-		t.Errorf("write errors grew by %v, want 1", d)
+	if d := testutil.ToFloat64(writeErrors.WithLabelValues("RoleBinding", "Forbidden")) - beforeErr; d != 2 {
+		t.Errorf("Forbidden write errors grew by %v, want 2", d)
+	}
+	if d := testutil.ToFloat64(writeErrors.WithLabelValues("RoleBinding", "Unknown")) - beforeUnknown; d != 1 {
+		t.Errorf("Unknown write errors grew by %v, want 1", d)
 	}
 }
 
