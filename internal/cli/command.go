@@ -123,11 +123,21 @@ func Access(ctx context.Context, c client.Reader, az Authorizer, extension, name
 	return &AccessReport{Extension: extension, Namespace: namespace, APIs: apis, Access: rows}, nil
 }
 
+// Client limits of the plugin, kubectl's defaults.
+const (
+	clientQPS   = 50
+	clientBurst = 300
+)
+
 func newClient(flags *genericclioptions.ConfigFlags) (client.Client, error) {
 	cfg, err := flags.ToRESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
+	// kubectl's own client limits: access asks one SubjectAccessReview per
+	// subject, namespace, API and verb, which client-go's default of 5 per
+	// second would stretch to many seconds.
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	scheme, err := manager.Scheme()
 	if err != nil {
 		return nil, err

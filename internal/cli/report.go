@@ -71,7 +71,7 @@ func StatusTable(report []ExtensionStatus) *metav1.Table {
 		add := func(kind, name, detail, status string) {
 			t.Rows = append(t.Rows, row(e.Name, mode, kind, name, detail, status))
 		}
-		add("ClusterExtension", e.Name, fmt.Sprintf("%d APIs", len(e.APIs)), "RBACManaged="+e.RBACManaged+" "+e.Reason)
+		add("ClusterExtension", e.Name, plural(len(e.APIs), "API"), "RBACManaged="+e.RBACManaged+" "+e.Reason)
 		for _, a := range e.APIs {
 			add("API", a.CRD, a.Scope, "")
 		}

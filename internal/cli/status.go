@@ -252,8 +252,17 @@ func where(scope string, bound []string, count int32) string {
 		return "in no namespace"
 	}
 	const show = 3
+	list := strings.Join(bound, ", ")
 	if len(bound) > show {
-		return fmt.Sprintf("in %d namespaces: %s, ...", count, strings.Join(bound[:show], ", "))
+		list = strings.Join(bound[:show], ", ") + ", ..."
 	}
-	return fmt.Sprintf("in %d namespaces: %s", count, strings.Join(bound, ", "))
+	return fmt.Sprintf("in %s: %s", plural(int(count), "namespace"), list)
+}
+
+// plural writes "1 namespace", "2 namespaces".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

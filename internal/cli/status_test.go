@@ -131,7 +131,7 @@ func TestStatusTable(t *testing.T) {
 		got = append(got, r.Cells)
 	}
 	want := [][]any{
-		{"db", "Unmanaged (default)", "ClusterExtension", "db", "1 APIs", "RBACManaged=False Unmanaged"},
+		{"db", "Unmanaged (default)", "ClusterExtension", "db", "1 API", "RBACManaged=False Unmanaged"},
 		{"db", "Unmanaged (default)", "API", "clusters.db.io", "Cluster", ""},
 		{"db", "Unmanaged (default)", "ClusterRole", "clusters.db.io-edit", "conflict", "Conflict"},
 		{"db", "Unmanaged (default)", "RBACPolicy", "p", "view cluster-wide", "Ready=True Bound"},

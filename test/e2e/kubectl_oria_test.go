@@ -59,8 +59,10 @@ func TestKubectlOria(t *testing.T) {
 	devs, carol := testutil.UniqueName("devs"), testutil.UniqueName("carol")
 	viewPolicy := policy(t, fine, oriav1alpha1.AccessView, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: devs}, ns)
 	editPolicy := policy(t, fine, oriav1alpha1.AccessEdit, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: carol}, ns2)
+	start := time.Now()
 	waitPolicyReady(t, viewPolicy)
 	waitPolicyReady(t, editPolicy)
+	t.Logf("policies ready after %v", time.Since(start).Round(time.Millisecond))
 	waitExtensionCondition(t, legacy, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy)
 	waitExtensionCondition(t, unmanaged, metav1.ConditionFalse, oriav1alpha1.ReasonUnmanaged)
 	res := func(group, user, verb, namespace string) testutil.Access {
@@ -69,9 +71,11 @@ func TestKubectlOria(t *testing.T) {
 	// Aggregation is asynchronous (kube-controller-manager).
 	eventuallyAccess(t, true, res(legacyGroup, viewer, "list", ns), res(legacyGroup, editor, "create", ns),
 		res(legacyGroup, admin, "deletecollection", ns), res(legacyGroup, clusterViewer, "list", ""))
+	t.Logf("aggregated after %v", time.Since(start).Round(time.Millisecond))
 
 	// status: one table, and the same as JSON.
 	table := kubectlOria(t, "status", legacy, fine, unmanaged)
+	t.Logf("kubectl oria status:\n%s", table)
 	for _, want := range []string{"EXTENSION", legacy, "Legacy", "FineGrained", "Unmanaged", "widgets." + legacyGroup, viewPolicy, editPolicy, "Ready=True Bound"} {
 		assert.Contains(t, table, want)
 	}
@@ -109,7 +113,9 @@ func TestKubectlOria(t *testing.T) {
 	assertRow(t, rows, "User "+admin, ns, cli.LevelAdmin, aggregation+"RoleBinding "+ns+"/"+admin+" -> admin")
 	assertRow(t, rows, "User "+clusterViewer, cli.AllNamespaces, cli.LevelView, aggregation+"ClusterRoleBinding "+clusterViewer+" -> view")
 	agreeWithAuthorizer(t, rows, legacyGroup)
-	assert.Contains(t, kubectlOria(t, "access", legacy), "User "+viewer)
+	table = kubectlOria(t, "access", legacy)
+	t.Logf("kubectl oria access:\n%s", table)
+	assert.Contains(t, table, "User "+viewer)
 
 	// -n: only that namespace (cluster-wide grants asked about it).
 	inNS := accessRows(t, legacy, "-n", ns2)
@@ -195,7 +201,9 @@ func kubectlOria(t *testing.T, args ...string) string {
 	cmd := exec.CommandContext(ctx, pluginBin, append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	start := time.Now()
 	out, err := cmd.Output()
+	t.Logf("kubectl oria %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
 	require.NoError(t, err, "kubectl oria %s: %s", strings.Join(args, " "), stderr.String())
 	return string(out)
 }

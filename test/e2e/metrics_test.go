@@ -156,13 +156,8 @@ func series(name string, labels []*dto.LabelPair) string {
 func extensionsWithReason(c assert.TestingT, reason string) float64 {
 	var list ocv1.ClusterExtensionList
 	assert.NoError(c, k8sClient.List(context.Background(), &list))
-	n := 0.0
-	for _, ce := range list.Items {
-		if cond := meta.FindStatusCondition(ce.Status.Conditions, oriav1alpha1.TypeRBACManaged); cond != nil && cond.Reason == reason {
-			n++
-		}
-	}
-	return n
+	return withReason(list.Items, func(ce ocv1.ClusterExtension) []metav1.Condition { return ce.Status.Conditions },
+		oriav1alpha1.TypeRBACManaged, reason)
 }
 
 // instancesWithReason counts the ScopeInstances whose Ready condition has
@@ -170,9 +165,15 @@ func extensionsWithReason(c assert.TestingT, reason string) float64 {
 func instancesWithReason(c assert.TestingT, reason string) float64 {
 	var list oriav1alpha1.ScopeInstanceList
 	assert.NoError(c, k8sClient.List(context.Background(), &list))
+	return withReason(list.Items, func(si oriav1alpha1.ScopeInstance) []metav1.Condition { return si.Status.Conditions },
+		oriav1alpha1.TypeReady, reason)
+}
+
+// withReason counts the items whose condition of type condType has reason.
+func withReason[T any](items []T, conditions func(T) []metav1.Condition, condType, reason string) float64 {
 	n := 0.0
-	for _, si := range list.Items {
-		if cond := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady); cond != nil && cond.Reason == reason {
+	for _, o := range items {
+		if cond := meta.FindStatusCondition(conditions(o), condType); cond != nil && cond.Reason == reason {
 			n++
 		}
 	}

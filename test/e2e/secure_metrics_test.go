@@ -28,14 +28,15 @@ import (
 )
 
 // TestSecureMetrics runs a second oria (a standby replica: the first holds
-// the leader lease) with --metrics-secure, as config/default runs it, and
+// the leader lease; without the escalation guard, which the first serves)
+// with --metrics-secure, as config/default runs it, and
 // scrapes it over HTTPS: without a token it answers 401, with the token of
 // a ServiceAccount without the metrics-reader role 403, and with the token
 // of one bound to config/rbac/metrics_reader_role.yaml the metrics.
 func TestSecureMetrics(t *testing.T) {
 	ctx := context.Background()
 	logPath := filepath.Join(t.TempDir(), "oria.log")
-	proc, err := startPinned(ctx, logPath, append(slices.Clone(oriaArgs), "--metrics-secure=true")...)
+	proc, err := startPinned(ctx, logPath, append(slices.Clone(oriaArgs), "--webhook-port=0", "--metrics-secure=true")...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		proc.Stop()

@@ -46,8 +46,9 @@ func Build(root, dir string) (string, error) {
 }
 
 // Start runs bin with KUBECONFIG=kubeconfig and args (after the address
-// flags it sets: metrics over plain HTTP on loopback; args may override), writing its output to logPath, and waits until /readyz
-// answers 200 (at most a minute).
+// flags it sets: metrics over plain HTTP on loopback; args may override),
+// writing its output to logPath, and waits until /readyz answers 200 (at
+// most a minute).
 func Start(ctx context.Context, bin, kubeconfig, logPath string, args ...string) (*Process, error) {
 	var ports [3]int
 	for i := range ports {
