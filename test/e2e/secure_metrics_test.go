@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +35,7 @@ import (
 func TestSecureMetrics(t *testing.T) {
 	ctx := context.Background()
 	logPath := filepath.Join(t.TempDir(), "oria.log")
-	proc, err := startPinned(ctx, logPath, append(slices.Clone(oriaArgs), "--webhook-port=0", "--metrics-secure=true")...)
+	proc, err := oriaproc.Start(ctx, oria.Cmd.Path, cluster.Kubeconfig, logPath, append(slices.Clone(oriaArgs), "--webhook-port=0", "--metrics-secure=true")...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		proc.Stop()
@@ -91,9 +90,13 @@ func TestSecureMetrics(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	status, body := get("")
-	assert.Equal(t, http.StatusUnauthorized, status, body)
-	status, body = get(token(t, ns, "nobody"))
+	// /readyz may answer before the metrics listener is up (it makes its
+	// self-signed certificate first).
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		status, body := get("")
+		assert.Equal(c, http.StatusUnauthorized, status, body)
+	}, 30*time.Second, 100*time.Millisecond)
+	status, body := get(token(t, ns, "nobody"))
 	assert.Equal(t, http.StatusForbidden, status, body)
 	prometheus := token(t, ns, "prometheus")
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -104,28 +107,6 @@ func TestSecureMetrics(t *testing.T) {
 	// Plain HTTP is not served.
 	status, _ = httpGet(proc.MetricsURL)
 	assert.NotEqual(t, http.StatusOK, status)
-}
-
-// startPinned starts an oria process from a goroutine locked to its OS
-// thread until the process exits: oriaproc sets Pdeathsig, which Linux
-// sends when the thread that started the process ends, and a test
-// goroutine's thread may end before the test does.
-func startPinned(ctx context.Context, logPath string, args ...string) (*oriaproc.Process, error) {
-	type started struct {
-		p   *oriaproc.Process
-		err error
-	}
-	ch := make(chan started)
-	go func() {
-		runtime.LockOSThread()
-		p, err := oriaproc.Start(ctx, oria.Cmd.Path, cluster.Kubeconfig, logPath, args...)
-		ch <- started{p, err}
-		if err == nil {
-			<-p.Done()
-		}
-	}()
-	s := <-ch
-	return s.p, s.err
 }
 
 // token returns a short-lived token of the ServiceAccount (TokenRequest).
