@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/cli"
@@ -36,8 +35,9 @@ import (
 // what, where and through what, and every row (and every verb it leaves
 // out) must agree with a SubjectAccessReview made here.
 func TestKubectlOria(t *testing.T) {
-	ns := createNamespace(t, "oria-cli", nil)
-	ns2 := createNamespace(t, "oria-cli", nil)
+	testutil.NeedCluster(t)
+	ns := testutil.CreateNamespace(t, k8sClient, "oria-cli", nil)
+	ns2 := testutil.CreateNamespace(t, k8sClient, "oria-cli", nil)
 
 	legacy, legacyGroup := installExtension(t, "legacy", oriav1alpha1.RBACModeLegacy)
 	fine, fineGroup := installExtension(t, "fine", oriav1alpha1.RBACModeFineGrained)
@@ -45,20 +45,20 @@ func TestKubectlOria(t *testing.T) {
 
 	viewer, editor, admin, clusterViewer := testutil.UniqueName("viewer"), testutil.UniqueName("editor"), testutil.UniqueName("admin"), testutil.UniqueName("cviewer")
 	for user, role := range map[string]string{viewer: "view", editor: "edit", admin: "admin"} {
-		create(t, &rbacv1.RoleBinding{
+		testutil.Create(t, k8sClient, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: ns},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+			Subjects:   []rbacv1.Subject{testutil.User(user)},
 		})
 	}
-	create(t, &rbacv1.ClusterRoleBinding{
+	testutil.Create(t, k8sClient, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: clusterViewer},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: clusterViewer}},
+		Subjects:   []rbacv1.Subject{testutil.User(clusterViewer)},
 	})
 	devs, carol := testutil.UniqueName("devs"), testutil.UniqueName("carol")
 	viewPolicy := policy(t, fine, oriav1alpha1.AccessView, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: devs}, ns)
-	editPolicy := policy(t, fine, oriav1alpha1.AccessEdit, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: carol}, ns2)
+	editPolicy := policy(t, fine, oriav1alpha1.AccessEdit, testutil.User(carol), ns2)
 	start := time.Now()
 	waitPolicyReady(t, viewPolicy)
 	waitPolicyReady(t, editPolicy)
@@ -149,8 +149,8 @@ func installExtension(t *testing.T, prefix string, mode oriav1alpha1.RBACMode) (
 	t.Helper()
 	group := testutil.UniqueName(prefix) + ".example.com"
 	ext := testutil.ClusterExtension(testutil.UniqueName(prefix), mode)
-	create(t, ext)
-	create(t, testutil.CRD(group, "widgets", "Widget", ext.Name))
+	testutil.Create(t, k8sClient, ext)
+	testutil.Create(t, k8sClient, testutil.CRD(group, "widgets", "Widget", ext.Name))
 	return ext.Name, group
 }
 
@@ -162,14 +162,8 @@ func policy(t *testing.T, ext string, access oriav1alpha1.Access, subject rbacv1
 		Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: ext, Access: access,
 			Subjects: []rbacv1.Subject{subject}, Namespaces: []string{namespace}},
 	}
-	create(t, p)
+	testutil.Create(t, k8sClient, p)
 	return p.Name
-}
-
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	require.NoError(t, k8sClient.Create(context.Background(), obj))
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), obj) })
 }
 
 var (

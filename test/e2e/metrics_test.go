@@ -37,6 +37,7 @@ import (
 //     NamespaceNotFound; creating the namespace binds it and observes
 //     oria_namespace_binding_latency_seconds.
 func TestOriaMetrics(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	before := scrape(t)
 
@@ -45,8 +46,7 @@ func TestOriaMetrics(t *testing.T) {
 	crd := testutil.CRD(grp, "gadgets", "Gadget", ext.Name)
 	foreign := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: names.ExtensionRole(crd.Name, names.RoleView)}}
 	for _, o := range []client.Object{foreign, crd, ext} {
-		require.NoError(t, k8sClient.Create(ctx, o))
-		t.Cleanup(func() { _ = k8sClient.Delete(ctx, o) })
+		testutil.Create(t, k8sClient, o)
 	}
 	waitExtensionCondition(t, ext.Name, metav1.ConditionFalse, oriav1alpha1.ReasonConflict)
 	conflictSeries := `oria_objects_by_ready_reason{kind="ClusterExtension",reason="Conflict",status="False"}`
@@ -73,22 +73,14 @@ func TestOriaMetrics(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond)
 
 	// A listed namespace that does not exist yet, then appears.
-	tmpl := &oriav1alpha1.ScopeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("metrics")},
-		Spec: oriav1alpha1.ScopeTemplateSpec{
-			ClusterRoles:    []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}},
-			BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "metrics-user"}}},
-		},
-	}
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("metrics"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("metrics-user"))
 	missing := testutil.UniqueName("later")
 	si := &oriav1alpha1.ScopeInstance{
 		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("metrics")},
 		Spec:       oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: tmpl.Name, Namespaces: []string{missing}},
 	}
-	for _, o := range []client.Object{tmpl, si} {
-		require.NoError(t, k8sClient.Create(ctx, o))
-		t.Cleanup(func() { _ = k8sClient.Delete(ctx, o) })
-	}
+	testutil.Create(t, k8sClient, tmpl)
+	testutil.Create(t, k8sClient, si)
 	notFound := `oria_objects_by_ready_reason{kind="ScopeInstance",reason="NamespaceNotFound",status="False"}`
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		n := instancesWithReason(c, oriav1alpha1.ReasonNamespaceNotFound)
@@ -97,7 +89,7 @@ func TestOriaMetrics(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond)
 	latency := "oria_namespace_binding_latency_seconds_count"
 	observed := scrape(t)[latency]
-	createNamespaceNamed(t, missing)
+	testutil.Create(t, k8sClient, testutil.Namespace(missing, nil))
 	waitScopeInstanceReady(t, si.Name)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		m := scrape(c)
@@ -184,13 +176,4 @@ func managedClusterRoles(c assert.TestingT) float64 {
 	var list rbacv1.ClusterRoleList
 	assert.NoError(c, k8sClient.List(context.Background(), &list, client.MatchingLabels{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}))
 	return float64(len(list.Items))
-}
-
-// createNamespaceNamed creates the namespace and deletes it when the test
-// ends.
-func createNamespaceNamed(t *testing.T, name string) {
-	t.Helper()
-	ns := testutil.Namespace(name, nil)
-	require.NoError(t, k8sClient.Create(context.Background(), ns))
-	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), ns) })
 }

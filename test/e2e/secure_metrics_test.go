@@ -33,6 +33,7 @@ import (
 // a ServiceAccount without the metrics-reader role 403, and with the token
 // of one bound to config/rbac/metrics_reader_role.yaml the metrics.
 func TestSecureMetrics(t *testing.T) {
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	logPath := filepath.Join(t.TempDir(), "oria.log")
 	proc, err := oriaproc.Start(ctx, oria.Cmd.Path, cluster.Kubeconfig, logPath, append(slices.Clone(oriaArgs), "--webhook-port=0", "--metrics-secure=true")...)
@@ -45,17 +46,17 @@ func TestSecureMetrics(t *testing.T) {
 	})
 	url := strings.Replace(proc.MetricsURL, "http://", "https://", 1)
 
-	ns := createNamespace(t, "metrics", nil)
+	ns := testutil.CreateNamespace(t, k8sClient, "metrics", nil)
 	reader := &rbacv1.ClusterRole{}
 	b, err := os.ReadFile(filepath.Join(localcluster.RepoRoot(), "config", "rbac", "metrics_reader_role.yaml"))
 	require.NoError(t, err)
 	require.NoError(t, yaml.Unmarshal(b, reader))
 	reader.Name = testutil.UniqueName("metrics-reader")
-	create(t, reader)
+	testutil.Create(t, k8sClient, reader)
 	for _, sa := range []string{"prometheus", "nobody"} {
-		create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
+		testutil.Create(t, k8sClient, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}})
 	}
-	create(t, &rbacv1.ClusterRoleBinding{
+	testutil.Create(t, k8sClient, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: reader.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "prometheus", Namespace: ns}},
