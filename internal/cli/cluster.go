@@ -26,6 +26,7 @@ type Snapshot struct {
 	ClusterRoleBindings []rbacv1.ClusterRoleBinding
 	RoleBindings        []rbacv1.RoleBinding
 	Policies            []oriav1alpha1.RBACPolicy
+	Templates           []oriav1alpha1.ScopeTemplate
 	Instances           []oriav1alpha1.ScopeInstance
 }
 
@@ -53,6 +54,7 @@ func Read(ctx context.Context, c client.Reader, what What) (*Snapshot, error) {
 			[]client.ListOption{client.HasLabels{oriav1alpha1.LabelOLMOwnerName}}},
 		{"ClusterRoles", &rbacv1.ClusterRoleList{}, nil},
 		{"RBACPolicies", &oriav1alpha1.RBACPolicyList{}, nil},
+		{"ScopeTemplates", &oriav1alpha1.ScopeTemplateList{}, nil},
 		{"ScopeInstances", &oriav1alpha1.ScopeInstanceList{}, nil},
 	}
 	if what.Bindings {
@@ -76,6 +78,8 @@ func Read(ctx context.Context, c client.Reader, what What) (*Snapshot, error) {
 			s.ClusterRoles = v.Items
 		case *oriav1alpha1.RBACPolicyList:
 			s.Policies = v.Items
+		case *oriav1alpha1.ScopeTemplateList:
+			s.Templates = v.Items
 		case *oriav1alpha1.ScopeInstanceList:
 			s.Instances = v.Items
 		case *rbacv1.ClusterRoleBindingList:

@@ -128,7 +128,7 @@ func extensionStatus(s *Snapshot, ce *ocv1.ClusterExtension) ExtensionStatus {
 	}
 	st.APIs = ExtensionAPIs(s.CRDs, ce.Name)
 	st.Roles = extensionRoles(s.ClusterRoles, ce.Name, st.APIs, st.Mode)
-	st.Grants = extensionGrants(s, ce.Name)
+	st.Grants = append(extensionGrants(s, ce.Name), instanceGrants(s, st.APIs)...)
 	return st
 }
 
@@ -231,6 +231,42 @@ func extensionGrants(s *Snapshot, extension string) []Grant {
 		ig.Ready, ig.Reason, ig.Message = ready(si.Status.Conditions)
 		out = append(out, ig)
 	}
+	return out
+}
+
+// instanceGrants lists the ScopeInstances that bind the extension's roles
+// (by their generated names) through a ScopeTemplate of their own, not one
+// compiled from an RBACPolicy; Access names the roles' kinds.
+func instanceGrants(s *Snapshot, apis []API) []Grant {
+	kinds := map[string]names.RoleKind{}
+	for _, api := range apis {
+		for _, k := range names.RoleKinds {
+			kinds[names.ExtensionRole(api.CRD, k)] = k
+		}
+	}
+	bound := map[string][]string{} // template -> role kinds it binds
+	for _, t := range s.Templates {
+		if ownership.ControllerName(t.OwnerReferences, ownership.KindRBACPolicy) != "" {
+			continue
+		}
+		for _, r := range t.Spec.ClusterRoles {
+			if k, ok := kinds[r.Name]; ok && len(r.Rules) == 0 && !slices.Contains(bound[t.Name], string(k)) {
+				bound[t.Name] = append(bound[t.Name], string(k))
+			}
+		}
+	}
+	var out []Grant
+	for _, si := range s.Instances {
+		roles, ok := bound[si.Spec.ScopeTemplateName]
+		if !ok {
+			continue
+		}
+		g := Grant{Kind: "ScopeInstance", Name: si.Name, Access: strings.Join(roles, "+"),
+			Where: where(si.Status.Scope, si.Status.BoundNamespaces, si.Status.BoundNamespaceCount)}
+		g.Ready, g.Reason, g.Message = ready(si.Status.Conditions)
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b Grant) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 

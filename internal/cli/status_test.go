@@ -73,8 +73,20 @@ func TestStatus(t *testing.T) {
 					Conditions: []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionTrue, Reason: "Bound"}}}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: "argocd-2"}},
 		},
+		Templates: []oriav1alpha1.ScopeTemplate{
+			{ObjectMeta: metav1.ObjectMeta{Name: "readers"}, Spec: oriav1alpha1.ScopeTemplateSpec{ClusterRoles: []oriav1alpha1.ClusterRoleTemplate{
+				{Name: "applications.argoproj.io-view"}, {Name: "applications.argoproj.io-view-crdview"}, {Name: "pods-reader"}}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "inline"}, Spec: oriav1alpha1.ScopeTemplateSpec{ClusterRoles: []oriav1alpha1.ClusterRoleTemplate{
+				{Name: "applications.argoproj.io-edit", Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}}}}}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "rbacpolicy-db-ops", OwnerReferences: []metav1.OwnerReference{ownership.Ref(ownership.KindRBACPolicy, "db-ops", "u")}},
+				Spec: oriav1alpha1.ScopeTemplateSpec{ClusterRoles: []oriav1alpha1.ClusterRoleTemplate{{Name: "clusters.db.io-view"}}}},
+		},
 		Instances: []oriav1alpha1.ScopeInstance{
-			{ObjectMeta: metav1.ObjectMeta{Name: "rbacpolicy-db-ops"}, Status: oriav1alpha1.ScopeInstanceStatus{Scope: "Namespaces",
+			{ObjectMeta: metav1.ObjectMeta{Name: "team-readers"}, Spec: oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: "readers"},
+				Status: oriav1alpha1.ScopeInstanceStatus{Scope: oriav1alpha1.ScopeCluster,
+					Conditions: []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionTrue, Reason: "Bound"}}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "inline-1"}, Spec: oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: "inline"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "rbacpolicy-db-ops"}, Spec: oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: "rbacpolicy-db-ops"}, Status: oriav1alpha1.ScopeInstanceStatus{Scope: "Namespaces",
 				BoundNamespaces: []string{"a", "b", "c", "d"}, BoundNamespaceCount: 4,
 				Conditions: []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionFalse, Reason: "NamespaceNotFound"}}}},
 		},
@@ -91,7 +103,8 @@ func TestStatus(t *testing.T) {
 				{Name: "applications.argoproj.io-edit", API: "applications.argoproj.io", Source: SourceGenerated, AggregatesTo: []string{"edit"}},
 				{Name: "applications.argoproj.io-view", API: "applications.argoproj.io", Source: SourceGenerated, AggregatesTo: []string{"view"}},
 				{Name: "applications.argoproj.io-view-crdview", API: "applications.argoproj.io", Source: SourceGenerated, AggregatesTo: []string{"view"}},
-			}},
+			},
+			Grants: []Grant{{Kind: ownership.KindScopeInstance, Name: "team-readers", Access: "view+view-crdview", Where: "cluster-wide", Ready: "True", Reason: "Bound"}}},
 		{Name: "db", Mode: "FineGrained", RBACManaged: "False", Reason: "Conflict", Message: "m",
 			APIs: []API{{CRD: "clusters.db.io", Group: "db.io", Resource: "clusters", Kind: "Cluster", Scope: ScopeCluster}},
 			Roles: []Role{

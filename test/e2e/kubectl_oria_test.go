@@ -19,6 +19,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/cli"
+	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/testutil"
 	"github.com/operator-framework/oria/test/localcluster"
 )
@@ -28,7 +29,8 @@ import (
 //   - Legacy: users bound to the built-in view, edit and admin roles in a
 //     namespace, and one to view cluster-wide;
 //   - FineGrained with two RBACPolicies (a group viewing in one namespace,
-//     a user editing in another);
+//     a user editing in another) and a ScopeInstance of an admin's own
+//     template binding the generated view role;
 //   - Unmanaged: a user bound to view gets nothing.
 //
 // status must report each mode, API and role; access must name who may do
@@ -59,7 +61,16 @@ func TestKubectlOria(t *testing.T) {
 	devs, carol := testutil.UniqueName("devs"), testutil.UniqueName("carol")
 	viewPolicy := policy(t, fine, oriav1alpha1.AccessView, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: devs}, ns)
 	editPolicy := policy(t, fine, oriav1alpha1.AccessEdit, testutil.User(carol), ns2)
+	// A ScopeInstance of the admin's own template binding the generated view role.
+	dave := testutil.UniqueName("dave")
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("readers"), []oriav1alpha1.ClusterRoleTemplate{
+		{Name: names.ExtensionRole("widgets."+fineGroup, names.RoleView)}}, testutil.User(dave))
+	testutil.Create(t, k8sClient, tmpl)
+	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("readers")},
+		Spec: oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: tmpl.Name, Namespaces: []string{ns2}}}
+	testutil.Create(t, k8sClient, si)
 	start := time.Now()
+	waitScopeInstanceReady(t, si.Name)
 	waitPolicyReady(t, viewPolicy)
 	waitPolicyReady(t, editPolicy)
 	t.Logf("policies ready after %v", time.Since(start).Round(time.Millisecond))
@@ -101,6 +112,7 @@ func TestKubectlOria(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"RBACPolicy " + viewPolicy + " view True/Bound", "ScopeInstance rbacpolicy-" + viewPolicy + " view True/Bound",
 		"RBACPolicy " + editPolicy + " edit True/Bound", "ScopeInstance rbacpolicy-" + editPolicy + " edit True/Bound",
+		"ScopeInstance " + si.Name + " view True/Bound",
 	}, grants)
 	assert.Equal(t, "Unmanaged", byName[unmanaged].Mode)
 	assert.Empty(t, byName[unmanaged].Roles)
@@ -129,6 +141,7 @@ func TestKubectlOria(t *testing.T) {
 	rows = accessRows(t, fine)
 	assertRow(t, rows, "Group "+devs, ns, cli.LevelView, "RBACPolicy "+viewPolicy)
 	assertRow(t, rows, "User "+carol, ns2, cli.LevelEdit, "RBACPolicy "+editPolicy)
+	assertRow(t, rows, "User "+dave, ns2, cli.LevelView, "ScopeInstance "+si.Name)
 	agreeWithAuthorizer(t, rows, fineGroup)
 	for _, r := range rows {
 		assert.NotContains(t, []string{"User " + viewer, "User " + editor, "User " + admin, "User " + clusterViewer}, r.Subject)
