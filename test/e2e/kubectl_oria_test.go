@@ -236,13 +236,17 @@ func assertRow(t *testing.T, rows []cli.AccessRow, subject, namespace, level, vi
 }
 
 // agreeWithAuthorizer asks, for every row, whether each verb of the level
-// scale is allowed, and checks that exactly the row's verbs are.
-func agreeWithAuthorizer(t *testing.T, rows []cli.AccessRow, group string) {
+// scale is allowed on the resource (widgets unless given) of group, and
+// checks that exactly the row's verbs are.
+func agreeWithAuthorizer(t *testing.T, rows []cli.AccessRow, group string, resource ...string) {
 	t.Helper()
 	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 	for _, r := range rows {
 		kind, name, _ := strings.Cut(r.Subject, " ")
 		a := testutil.Access{Group: group, Resource: "widgets"}
+		if len(resource) > 0 {
+			a.Resource = resource[0]
+		}
 		if r.Namespace != cli.AllNamespaces {
 			a.Namespace = r.Namespace
 		}
@@ -265,4 +269,34 @@ func agreeWithAuthorizer(t *testing.T, rows []cli.AccessRow, group string) {
 		}
 		assert.Equal(t, allowed, r.Verbs, "row %+v", r)
 	}
+}
+
+// TestKubectlOriaTour runs the plugin commands of the README tour after
+// the tour's steps: argocd in FineGrained mode with the view policy for
+// developers in team-a, and bob's RoleBinding to view from the Legacy step,
+// which no longer reaches argocd's API.
+func TestKubectlOriaTour(t *testing.T) {
+	testutil.NeedCluster(t)
+	applySample(t, "tour-extension.yaml")
+	testutil.Create(t, k8sClient, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "bob-view", Namespace: "team-a"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{testutil.User("bob")},
+	})
+	testutil.SetRBACMode(t, k8sClient, "argocd", oriav1alpha1.RBACModeFineGrained)
+	applySample(t, "rbacpolicy-view-team-a.yaml")
+	waitPolicyReady(t, "argocd-developers-view")
+
+	table := kubectlOria(t, "status", "argocd")
+	t.Logf("kubectl oria status argocd:\n%s", table)
+	assert.Contains(t, table, "FineGrained")
+	assert.Contains(t, table, "argocd-developers-view")
+
+	rows := accessRows(t, "argocd", "-n", "team-a")
+	assertRow(t, rows, "Group developers", "team-a", cli.LevelView, "RBACPolicy argocd-developers-view")
+	for _, r := range rows {
+		assert.NotEqual(t, "User bob", r.Subject, "bob's view binding grants nothing on argocd in FineGrained mode")
+	}
+	agreeWithAuthorizer(t, rows, "argoproj.io", "applications")
+	t.Logf("kubectl oria access argocd -n team-a:\n%s", kubectlOria(t, "access", "argocd", "-n", "team-a"))
 }
