@@ -22,7 +22,8 @@
 //     event (creation, or a relabelling that makes a selector match) reaches
 //     oria to the RoleBinding oria created there for a ScopeInstance.
 //
-// docs/user-guide.md ("Monitoring") lists them with example alerts.
+// docs/user-guide.md (section 13, "Metrics and alerts") lists them with
+// example alerts.
 package metrics
 
 import (
