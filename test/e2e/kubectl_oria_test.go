@@ -185,8 +185,8 @@ var (
 	pluginErr  error
 )
 
-// kubectlOria runs the plugin as kubectl would (kubectl runs kubectl-oria
-// from PATH with the arguments after "oria") and returns its output.
+// kubectlOria runs `kubectl oria args...` with the plugin built from
+// ./cmd/kubectl-oria first on PATH and returns its output.
 func kubectlOria(t *testing.T, args ...string) string {
 	t.Helper()
 	pluginOnce.Do(func() {
@@ -205,7 +205,14 @@ func kubectlOria(t *testing.T, args ...string) string {
 	require.NoError(t, pluginErr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, pluginBin, append([]string{"--kubeconfig", cluster.Kubeconfig}, args...)...)
+	// As a user runs it: kubectl finds kubectl-oria on PATH. Without
+	// kubectl, the plugin binary is run directly, as kubectl would.
+	cmd := exec.CommandContext(ctx, pluginBin, args...)
+	if kubectl, err := exec.LookPath("kubectl"); err == nil {
+		cmd = exec.CommandContext(ctx, kubectl, append([]string{"oria"}, args...)...)
+	}
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig,
+		"PATH="+filepath.Dir(pluginBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	start := time.Now()
