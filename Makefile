@@ -32,8 +32,9 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: build
-build: ## Build bin/oria.
+build: ## Build bin/oria and the kubectl plugin bin/kubectl-oria.
 	go build -o bin/oria ./cmd/oria
+	go build -o bin/kubectl-oria ./cmd/kubectl-oria
 
 .PHONY: localcluster
 localcluster:
@@ -47,7 +48,7 @@ controlplane: ## Build (once, cached outside the clone) etcd, kube-apiserver and
 
 .PHONY: run
 run: build localcluster controlplane ## Run oria: against $$KUBECONFIG if set, else on a local control plane under .local/.
-	bin/localcluster run --dir "$(LOCAL_DIR)" --assets "$$(hack/controlplane.sh)" -- bin/oria $(ARGS)
+	bin/localcluster run --dir "$(LOCAL_DIR)" --assets "$$(hack/controlplane.sh)" -- bin/oria --metrics-bind-address=127.0.0.1:8080 --metrics-secure=false $(ARGS)
 
 .PHONY: local-up
 local-up: localcluster controlplane ## Start the local control plane in the background (kubeconfig: .local/kubeconfig).

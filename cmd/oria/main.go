@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/operator-framework/oria/internal/admission"
 	"github.com/operator-framework/oria/internal/controller"
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/metrics"
 )
 
 // defaultWorkers is the number of reconciles per controller at once. A
@@ -79,7 +81,11 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.opts.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&cfg.opts.LeaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease (default: the pod's namespace in a cluster, kube-system outside).")
-	fs.StringVar(&cfg.opts.MetricsBindAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&cfg.opts.MetricsBindAddress, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.BoolVar(&cfg.opts.MetricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS to clients allowed to get /metrics (TokenReview and SubjectAccessReview); false serves plain HTTP to anyone, for a loopback address only.")
+	fs.StringVar(&cfg.opts.MetricsCertDir, "metrics-cert-dir", "",
+		"Directory with tls.crt and tls.key for the metrics endpoint; empty means a self-signed certificate.")
 	fs.StringVar(&cfg.opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 disables them.")
 	fs.StringVar(&cfg.opts.PprofBindAddress, "pprof-bind-address", "", "Address of net/http/pprof; empty or 0 disables it.")
 	fs.IntVar(&cfg.opts.WebhookPort, "webhook-port", defaultWebhookPort,
@@ -110,10 +116,30 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if cfg.opts.WebhookPort < 0 || cfg.opts.WebhookPort > 65535 {
 		return nil, fmt.Errorf("invalid --webhook-port %d: must be a port number, or 0 to disable the escalation guard", cfg.opts.WebhookPort)
 	}
+	if !cfg.opts.MetricsSecure && !loopbackOrOff(cfg.opts.MetricsBindAddress) {
+		return nil, fmt.Errorf("invalid --metrics-bind-address %q with --metrics-secure=false: plain HTTP metrics may listen on a loopback address only (127.0.0.1:<port>)", cfg.opts.MetricsBindAddress)
+	}
 	if cfg.opts.MaxConcurrentReconciles < 1 {
 		return nil, fmt.Errorf("invalid --max-concurrent-reconciles %d: must be at least 1", cfg.opts.MaxConcurrentReconciles)
 	}
 	return cfg, nil
+}
+
+// loopbackOrOff reports whether addr disables the endpoint ("0") or
+// listens on a loopback address only.
+func loopbackOrOff(addr string) bool {
+	if addr == "0" {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func modeList() string {
@@ -149,13 +175,17 @@ func run(cfg *config) error {
 			return fmt.Errorf("setting up the escalation guard: %w", err)
 		}
 	}
+	if err := metrics.Register(mgr.GetCache()); err != nil {
+		return fmt.Errorf("registering oria's metrics: %w", err)
+	}
 	limit := []any{"qps", cfg.qps, "burst", cfg.burst}
 	if cfg.qps < 0 {
 		limit = []any{"qps", "no client-side limit"}
 	}
 	ctrl.Log.Info("starting oria", append([]any{"defaultRBACMode", cfg.opts.DefaultRBACMode,
 		"maxConcurrentReconciles", cfg.opts.MaxConcurrentReconciles,
-		"webhookPort", cfg.opts.WebhookPort, "webhookCertDir", cfg.opts.WebhookCertDir}, limit...)...)
+		"webhookPort", cfg.opts.WebhookPort, "webhookCertDir", cfg.opts.WebhookCertDir,
+		"metrics", cfg.opts.MetricsBindAddress, "metricsSecure", cfg.opts.MetricsSecure}, limit...)...)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 

@@ -31,6 +31,17 @@ func TestParseFlagsDefaults(t *testing.T) {
 	if cfg.opts.WebhookPort != defaultWebhookPort || cfg.opts.WebhookCertDir != defaultWebhookCertDir {
 		t.Errorf("the escalation guard is on by default: port %d, cert dir %q", cfg.opts.WebhookPort, cfg.opts.WebhookCertDir)
 	}
+	if !cfg.opts.MetricsSecure || cfg.opts.MetricsBindAddress != ":8443" {
+		t.Errorf("metrics = %q secure=%v, want :8443 secure", cfg.opts.MetricsBindAddress, cfg.opts.MetricsSecure)
+	}
+}
+
+func TestParseFlagsPlainMetricsOnLoopback(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:8080", "[::1]:8080", "localhost:8080", "0"} {
+		if _, err := parseFlags([]string{"--metrics-secure=false", "--metrics-bind-address=" + addr}, io.Discard); err != nil {
+			t.Errorf("plain HTTP metrics on %s: %v", addr, err)
+		}
+	}
 }
 
 func TestParseFlagsNoLimit(t *testing.T) {
@@ -96,6 +107,8 @@ func TestParseFlagsInvalid(t *testing.T) {
 		{[]string{"--webhook-port=-1"}, "invalid --webhook-port -1: must be a port number, or 0 to disable the escalation guard"},
 		{[]string{"--kube-api-burst=lots"}, "invalid value"},
 		{[]string{"--no-such-flag"}, "flag provided but not defined"},
+		{[]string{"--metrics-secure=false"}, `invalid --metrics-bind-address ":8443" with --metrics-secure=false`},
+		{[]string{"--metrics-secure=false", "--metrics-bind-address=0.0.0.0:8080"}, "loopback address only"},
 		{[]string{"extra"}, "unexpected arguments: extra"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -237,7 +237,7 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 		}
 		out[i] = ensureUncached(ctx, w, k, owns, want, out[i])
 	})
-	return out
+	return observe(k.Name, out)
 }
 
 // ensureUncached handles an object oria's cache does not show: absent, or
@@ -350,7 +350,7 @@ func Delete[T client.Object](ctx context.Context, w *Writer, kind string, objs [
 			out[i].Action, out[i].Err = Failed, fmt.Errorf("deleting %s %s: %w", kind, describe(obj), err)
 		}
 	})
-	return out
+	return observe(kind, out)
 }
 
 // Apply server-side applies partial objects that are not oria's (the one
@@ -364,5 +364,5 @@ func Apply(ctx context.Context, w *Writer, acs []runtime.ApplyConfiguration, des
 			out[i].Action, out[i].Err = Failed, fmt.Errorf("applying %s: %w", describe(i), err)
 		}
 	})
-	return out
+	return observe(applyKind(acs), out)
 }

@@ -6,6 +6,7 @@
 package manager
 
 import (
+	"crypto/tls"
 	"fmt"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -84,8 +86,15 @@ type Options struct {
 	DefaultRBACMode oriav1alpha1.RBACMode
 	// MaxConcurrentReconciles is the number of workers per controller.
 	MaxConcurrentReconciles int
-	// MetricsBindAddress, e.g. ":8080"; "0" disables the metrics server.
+	// MetricsBindAddress, e.g. ":8443"; "0" disables the metrics server.
 	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS, only to clients the API
+	// server authenticates (TokenReview) and authorizes to get /metrics
+	// (SubjectAccessReview); plain HTTP otherwise.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key for MetricsSecure; empty (or
+	// no files there) means a self-signed certificate made in memory.
+	MetricsCertDir string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
 	// PprofBindAddress serves net/http/pprof; "" or "0" disables it.
@@ -165,6 +174,22 @@ func CacheOptions() cache.Options {
 	}
 }
 
+// MetricsServerOptions serves /metrics as kubebuilder scaffolds it when
+// opts.MetricsSecure: HTTPS (HTTP/1.1 only, against the HTTP/2 rapid-reset
+// and stream-cancellation attacks) behind controller-runtime's
+// authentication and authorization filter, so that only who may get the
+// non-resource URL /metrics (the metrics-reader ClusterRole) reads it.
+func MetricsServerOptions(opts Options) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: opts.MetricsBindAddress}
+	if opts.MetricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.CertDir = opts.MetricsCertDir
+		o.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	return o
+}
+
 // New returns a manager with oria's scheme, cache and health checks; add the
 // controllers with internal/controller.SetupAll.
 func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
@@ -180,7 +205,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Scheme:                        scheme,
 		WebhookServer:                 webhookServer,
 		Cache:                         CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                       MetricsServerOptions(opts),
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		PprofBindAddress:              opts.PprofBindAddress,
 		LeaderElection:                opts.LeaderElection,

@@ -46,8 +46,9 @@ func Build(root, dir string) (string, error) {
 }
 
 // Start runs bin with KUBECONFIG=kubeconfig and args (after the address
-// flags it sets), writing its output to logPath, and waits until /readyz
-// answers 200 (at most a minute).
+// flags it sets: metrics over plain HTTP on loopback; args may override),
+// writing its output to logPath, and waits until /readyz answers 200 (at
+// most a minute).
 func Start(ctx context.Context, bin, kubeconfig, logPath string, args ...string) (*Process, error) {
 	var ports [3]int
 	for i := range ports {
@@ -70,6 +71,7 @@ func Start(ctx context.Context, bin, kubeconfig, logPath string, args ...string)
 	}
 	all := append([]string{
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]),
+		"--metrics-secure=false", // plain HTTP, on loopback only
 		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(ports[1]),
 		"--pprof-bind-address=127.0.0.1:" + strconv.Itoa(ports[2]),
 	}, args...)

@@ -62,6 +62,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/metrics"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/reconciler"
 )
@@ -291,6 +292,7 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	}
 	owns := func(o client.Object) bool { return ownership.InstanceOwns(o, si.Name) }
 	ensuredRBs := engine.Ensure(ctx, w, engine.RoleBindingKind, owns, p.wantRBs, engine.ByKey(p.existingRBs))
+	metrics.NamespaceBinding.Bound(si.Name, ensuredRBs)
 	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, p.wantCRBs, engine.ByKey(p.existingCRBs))
 	deletedRBs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)
 	deletedCRBs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)

@@ -15,6 +15,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/metrics"
 )
 
 // namespaceHandler maps namespace events to the instances they concern: the
@@ -27,6 +28,7 @@ type namespaceHandler struct {
 }
 
 func (h *namespaceHandler) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.startClock(ctx, e.Object.GetName(), e.Object.GetLabels())
 	h.enqueue(ctx, q, e.Object.GetName(), e.Object.GetLabels())
 }
 
@@ -35,10 +37,14 @@ func (h *namespaceHandler) Update(ctx context.Context, e event.UpdateEvent, q wo
 	if maps.Equal(oldNS.GetLabels(), newNS.GetLabels()) && terminating(oldNS) == terminating(newNS) {
 		return
 	}
+	if !terminating(newNS) && !maps.Equal(oldNS.GetLabels(), newNS.GetLabels()) {
+		h.startClock(ctx, newNS.GetName(), newNS.GetLabels())
+	}
 	h.enqueue(ctx, q, newNS.GetName(), oldNS.GetLabels(), newNS.GetLabels())
 }
 
 func (h *namespaceHandler) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	metrics.NamespaceBinding.Forget(e.Object.GetName())
 	h.enqueue(ctx, q, e.Object.GetName(), e.Object.GetLabels())
 }
 
@@ -48,6 +54,15 @@ func (h *namespaceHandler) Generic(ctx context.Context, e event.GenericEvent, q 
 
 func terminating(o metav1.Object) bool {
 	return o.GetDeletionTimestamp() != nil
+}
+
+// startClock starts the binding-latency clock (internal/metrics) of a
+// created or relabelled namespace for each instance that should bind it
+// now; before the enqueue, so that the reconcile cannot finish first.
+func (h *namespaceHandler) startClock(ctx context.Context, namespace string, labels map[string]string) {
+	for _, name := range h.r.instancesForNamespace(ctx, namespace, labels) {
+		metrics.NamespaceBinding.Seen(name, namespace)
+	}
 }
 
 func (h *namespaceHandler) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], namespace string, labelSets ...map[string]string) {

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// ReportAPIVersion is the apiVersion of the plugin's -o json|yaml reports
+// (kind StatusReport or AccessReport). They are printed, never served.
+const ReportAPIVersion = "cli.oria.operatorframework.io/v1alpha1"
+
+// Report returns a printable object of kind with the JSON fields of body
+// (a struct), for the -o json|yaml|jsonpath printers.
+func Report(kind string, body any) (*unstructured.Unstructured, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the %s: %w", kind, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(b, &u.Object); err != nil {
+		return nil, fmt.Errorf("encoding the %s: %w", kind, err)
+	}
+	u.SetAPIVersion(ReportAPIVersion)
+	u.SetKind(kind)
+	return u, nil
+}
+
+// StatusReport is the body of `kubectl oria status -o json|yaml`.
+type StatusReport struct {
+	Extensions []ExtensionStatus `json:"extensions"`
+}
+
+// AccessReport is the body of `kubectl oria access -o json|yaml`.
+type AccessReport struct {
+	Extension string `json:"extension"`
+	// Namespace is the -n the report is limited to, empty for all.
+	Namespace string      `json:"namespace,omitempty"`
+	APIs      []API       `json:"apis"`
+	Access    []AccessRow `json:"access"`
+}
+
+func columns(names ...string) []metav1.TableColumnDefinition {
+	out := make([]metav1.TableColumnDefinition, len(names))
+	for i, n := range names {
+		out[i] = metav1.TableColumnDefinition{Name: n, Type: "string"}
+	}
+	return out
+}
+
+func row(cells ...string) metav1.TableRow {
+	out := metav1.TableRow{Cells: make([]any, len(cells))}
+	for i, c := range cells {
+		out.Cells[i] = c
+	}
+	return out
+}
+
+// StatusTable is the status report as one table: per extension a line for
+// the extension itself, one per API, one per role and one per grant.
+func StatusTable(report []ExtensionStatus) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: columns("EXTENSION", "MODE", "KIND", "NAME", "DETAIL", "STATUS")}
+	for _, e := range report {
+		mode := e.Mode
+		if e.ModeFromDefault {
+			mode += " (default)"
+		}
+		add := func(kind, name, detail, status string) {
+			t.Rows = append(t.Rows, row(e.Name, mode, kind, name, detail, status))
+		}
+		add("ClusterExtension", e.Name, plural(len(e.APIs), "API"), "RBACManaged="+e.RBACManaged+" "+e.Reason)
+		for _, a := range e.APIs {
+			add("API", a.CRD, a.Scope, "")
+		}
+		for _, r := range e.Roles {
+			detail := r.Source
+			if len(r.AggregatesTo) > 0 {
+				detail += ", aggregated to " + strings.Join(r.AggregatesTo, "/")
+			}
+			status := ""
+			switch r.Source {
+			case SourceConflict:
+				status = "Conflict"
+			case SourceMissing:
+				status = "Missing"
+			}
+			add("ClusterRole", r.Name, detail, status)
+		}
+		for _, g := range e.Grants {
+			add(g.Kind, g.Name, g.Access+" "+g.Where, "Ready="+g.Ready+" "+g.Reason)
+		}
+	}
+	return t
+}
+
+// AccessTable is the access report as a table.
+func AccessTable(rows []AccessRow) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: columns("NAMESPACE", "SUBJECT", "API", "ACCESS", "VIA")}
+	for _, r := range rows {
+		t.Rows = append(t.Rows, row(r.Namespace, r.Subject, r.API, Describe(r), strings.Join(r.Via, "; ")))
+	}
+	return t
+}

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/ownership"
+)
+
+func crd(ext, group, plural, kind string, scope apiextensionsv1.ResourceScope) apiextensionsv1.CustomResourceDefinition {
+	return apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group, Labels: map[string]string{
+			oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension, oriav1alpha1.LabelOLMOwnerName: ext,
+		}},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: group, Scope: scope,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: kind}},
+	}
+}
+
+func extension(name, mode string, cond *metav1.Condition) ocv1.ClusterExtension {
+	ce := ocv1.ClusterExtension{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if mode != "" {
+		ce.Annotations = map[string]string{oriav1alpha1.AnnotationRBACMode: mode}
+	}
+	if cond != nil {
+		ce.Status.Conditions = []metav1.Condition{*cond}
+	}
+	return ce
+}
+
+func clusterRole(name string, labels map[string]string, rules ...rbacv1.PolicyRule) rbacv1.ClusterRole {
+	return rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Rules: rules}
+}
+
+func TestStatus(t *testing.T) {
+	generated := func(ext string, extra map[string]string) map[string]string {
+		l := map[string]string{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue, oriav1alpha1.LabelExtension: ext}
+		for k, v := range extra {
+			l[k] = v
+		}
+		return l
+	}
+	bundle := map[string]string{oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension, oriav1alpha1.LabelOLMOwnerName: "db"}
+	s := &Snapshot{
+		Extensions: []ocv1.ClusterExtension{
+			extension("argocd", "Legacy", &metav1.Condition{Type: oriav1alpha1.TypeRBACManaged, Status: metav1.ConditionTrue, Reason: "Legacy"}),
+			extension("db", "FineGrained", &metav1.Condition{Type: oriav1alpha1.TypeRBACManaged, Status: metav1.ConditionFalse, Reason: "Conflict", Message: "m"}),
+			extension("plain", "", &metav1.Condition{Type: oriav1alpha1.TypeRBACManaged, Status: metav1.ConditionFalse, Reason: "Unmanaged"}),
+		},
+		CRDs: []apiextensionsv1.CustomResourceDefinition{
+			crd("argocd", "argoproj.io", "applications", "Application", apiextensionsv1.NamespaceScoped),
+			crd("db", "db.io", "clusters", "Cluster", apiextensionsv1.ClusterScoped),
+			crd("plain", "plain.io", "things", "Thing", apiextensionsv1.NamespaceScoped),
+		},
+		ClusterRoles: []rbacv1.ClusterRole{
+			clusterRole("applications.argoproj.io-admin", generated("argocd", map[string]string{oriav1alpha1.LabelAggregateToAdmin: "true"})),
+			clusterRole("applications.argoproj.io-edit", generated("argocd", map[string]string{oriav1alpha1.LabelAggregateToEdit: "true"})),
+			clusterRole("applications.argoproj.io-view", generated("argocd", map[string]string{oriav1alpha1.LabelAggregateToView: "true"})),
+			clusterRole("applications.argoproj.io-view-crdview", generated("argocd", map[string]string{oriav1alpha1.LabelAggregateToView: "true"})),
+			clusterRole("clusters.db.io-admin", bundle),
+			clusterRole("clusters.db.io-edit", nil),
+			clusterRole("clusters.db.io-view", generated("db", nil)),
+		},
+		Policies: []oriav1alpha1.RBACPolicy{
+			{ObjectMeta: metav1.ObjectMeta{Name: "db-ops"}, Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: "db", Access: oriav1alpha1.AccessView},
+				Status: oriav1alpha1.RBACPolicyStatus{Scope: oriav1alpha1.ScopeCluster, ScopeInstanceName: "rbacpolicy-db-ops",
+					Conditions: []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionTrue, Reason: "Bound"}}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: "argocd-2"}},
+		},
+		Templates: []oriav1alpha1.ScopeTemplate{
+			{ObjectMeta: metav1.ObjectMeta{Name: "readers"}, Spec: oriav1alpha1.ScopeTemplateSpec{ClusterRoles: []oriav1alpha1.ClusterRoleTemplate{
+				{Name: "applications.argoproj.io-view"}, {Name: "applications.argoproj.io-view-crdview"}, {Name: "pods-reader"}}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "inline"}, Spec: oriav1alpha1.ScopeTemplateSpec{ClusterRoles: []oriav1alpha1.ClusterRoleTemplate{
+				{Name: "applications.argoproj.io-edit", Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}}}}}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "rbacpolicy-db-ops", OwnerReferences: []metav1.OwnerReference{ownership.Ref(ownership.KindRBACPolicy, "db-ops", "u")}},
+				Spec: oriav1alpha1.ScopeTemplateSpec{ClusterRoles: []oriav1alpha1.ClusterRoleTemplate{{Name: "clusters.db.io-view"}}}},
+		},
+		Instances: []oriav1alpha1.ScopeInstance{
+			{ObjectMeta: metav1.ObjectMeta{Name: "team-readers"}, Spec: oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: "readers"},
+				Status: oriav1alpha1.ScopeInstanceStatus{Scope: oriav1alpha1.ScopeCluster,
+					Conditions: []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionTrue, Reason: "Bound"}}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "inline-1"}, Spec: oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: "inline"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "rbacpolicy-db-ops"}, Spec: oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: "rbacpolicy-db-ops"}, Status: oriav1alpha1.ScopeInstanceStatus{Scope: "Namespaces",
+				BoundNamespaces: []string{"a", "b", "c", "d"}, BoundNamespaceCount: 4,
+				Conditions: []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionFalse, Reason: "NamespaceNotFound"}}}},
+		},
+	}
+	got, err := Status(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ExtensionStatus{
+		{Name: "argocd", Mode: "Legacy", RBACManaged: "True", Reason: "Legacy",
+			APIs: []API{{CRD: "applications.argoproj.io", Group: "argoproj.io", Resource: "applications", Kind: "Application", Scope: ScopeNamespaced}},
+			Roles: []Role{
+				{Name: "applications.argoproj.io-admin", API: "applications.argoproj.io", Source: SourceGenerated, AggregatesTo: []string{"admin"}},
+				{Name: "applications.argoproj.io-edit", API: "applications.argoproj.io", Source: SourceGenerated, AggregatesTo: []string{"edit"}},
+				{Name: "applications.argoproj.io-view", API: "applications.argoproj.io", Source: SourceGenerated, AggregatesTo: []string{"view"}},
+				{Name: "applications.argoproj.io-view-crdview", API: "applications.argoproj.io", Source: SourceGenerated, AggregatesTo: []string{"view"}},
+			},
+			Grants: []Grant{{Kind: ownership.KindScopeInstance, Name: "team-readers", Access: "view+view-crdview", Where: "cluster-wide", Ready: "True", Reason: "Bound"}}},
+		{Name: "db", Mode: "FineGrained", RBACManaged: "False", Reason: "Conflict", Message: "m",
+			APIs: []API{{CRD: "clusters.db.io", Group: "db.io", Resource: "clusters", Kind: "Cluster", Scope: ScopeCluster}},
+			Roles: []Role{
+				{Name: "clusters.db.io-admin", API: "clusters.db.io", Source: SourceBundle},
+				{Name: "clusters.db.io-edit", API: "clusters.db.io", Source: SourceConflict},
+				{Name: "clusters.db.io-view", API: "clusters.db.io", Source: SourceGenerated},
+				{Name: "clusters.db.io-view-crdview", API: "clusters.db.io", Source: SourceMissing},
+			},
+			Grants: []Grant{
+				{Kind: "RBACPolicy", Name: "db-ops", Access: "view", Where: "cluster-wide", Ready: "True", Reason: "Bound"},
+				{Kind: ownership.KindScopeInstance, Name: "rbacpolicy-db-ops", Access: "view", Where: "in 4 namespaces: a, b, c, ...", Ready: "False", Reason: "NamespaceNotFound"},
+			}},
+		{Name: "plain", Mode: "Unmanaged", ModeFromDefault: true, RBACManaged: "False", Reason: "Unmanaged",
+			APIs: []API{{CRD: "things.plain.io", Group: "plain.io", Resource: "things", Kind: "Thing", Scope: ScopeNamespaced}}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Status (-want +got):\n%s", d)
+	}
+
+	if _, err := Status(s, "nope"); err == nil {
+		t.Error("Status of a missing extension: no error")
+	}
+	one, err := Status(s, "plain")
+	if err != nil || len(one) != 1 || one[0].Name != "plain" {
+		t.Errorf("Status(plain) = %v, %v", one, err)
+	}
+}
+
+func TestStatusTable(t *testing.T) {
+	table := StatusTable([]ExtensionStatus{{Name: "db", Mode: "Unmanaged", ModeFromDefault: true, RBACManaged: "False", Reason: "Unmanaged",
+		APIs:   []API{{CRD: "clusters.db.io", Scope: ScopeCluster}},
+		Roles:  []Role{{Name: "clusters.db.io-edit", Source: SourceConflict}},
+		Grants: []Grant{{Kind: "RBACPolicy", Name: "p", Access: "view", Where: "cluster-wide", Ready: "True", Reason: "Bound"}},
+	}})
+	var got [][]any
+	for _, r := range table.Rows {
+		got = append(got, r.Cells)
+	}
+	want := [][]any{
+		{"db", "Unmanaged (default)", "ClusterExtension", "db", "1 API", "RBACManaged=False Unmanaged"},
+		{"db", "Unmanaged (default)", "API", "clusters.db.io", "Cluster", ""},
+		{"db", "Unmanaged (default)", "ClusterRole", "clusters.db.io-edit", "conflict", "Conflict"},
+		{"db", "Unmanaged (default)", "RBACPolicy", "p", "view cluster-wide", "Ready=True Bound"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("StatusTable (-want +got):\n%s", d)
+	}
+}

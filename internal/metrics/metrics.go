@@ -1,0 +1,113 @@
+// Package metrics holds oria's own Prometheus metrics, served with
+// controller-runtime's on the manager's /metrics endpoint
+// (sigs.k8s.io/controller-runtime/pkg/metrics.Registry):
+//
+//   - oria_managed_objects{kind}: the objects oria reconciles (RBACPolicy,
+//     ScopeTemplate, ScopeInstance) and the RBAC objects it created
+//     (ClusterRole, ClusterRoleBinding, RoleBinding), counted at scrape time
+//     from the manager's cache (no API request);
+//   - oria_objects_by_ready_reason{kind,status,reason}: the same oria kinds
+//     by their Ready condition, and ClusterExtensions by oria's RBACManaged
+//     condition; an object without the condition yet is
+//     status="Unknown", reason="NotReported";
+//   - oria_conflicts{kind}: the objects of each oria kind whose condition
+//     reason is Conflict (always reported, 0 included, so that an alert
+//     needs no absent());
+//   - oria_writes_total{kind,action}: RBAC objects written by the write engine
+//     (action created, updated, replaced, deleted);
+//   - oria_write_errors_total{kind,reason}: writes the API server refused,
+//     by its reason (Forbidden, Invalid, ...), those an attenuating
+//     ServiceAccount may not make included;
+//   - oria_namespace_binding_latency_seconds: from the moment a namespace
+//     event (creation, or a relabelling that makes a selector match) reaches
+//     oria to the RoleBinding oria created there for a ScopeInstance.
+//
+// docs/user-guide.md (section 13, "Metrics and alerts") lists them with
+// example alerts.
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/operator-framework/oria/internal/engine"
+)
+
+// Metric names.
+const (
+	ManagedObjects          = "oria_managed_objects"
+	ObjectsByReadyReason    = "oria_objects_by_ready_reason"
+	Conflicts               = "oria_conflicts"
+	WritesTotal             = "oria_writes_total"
+	WriteErrorsTotal        = "oria_write_errors_total"
+	NamespaceBindingLatency = "oria_namespace_binding_latency_seconds"
+)
+
+var (
+	writes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: WritesTotal,
+		Help: "RBAC objects oria wrote, by kind and action (created, updated, replaced, deleted).",
+	}, []string{"kind", "action"})
+	writeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: WriteErrorsTotal,
+		Help: "RBAC object writes the API server refused, by kind and the API server's reason (Forbidden, Invalid, ...; Unknown for an error without one).",
+	}, []string{"kind", "reason"})
+	bindingLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    NamespaceBindingLatency,
+		Help:    "Seconds from a namespace event (creation, or relabelling into a selector) reaching oria to the RoleBinding oria created there for a ScopeInstance.",
+		Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+	})
+)
+
+// actions names the engine actions that are writes.
+var actions = map[engine.Action]string{
+	engine.Created:  "created",
+	engine.Updated:  "updated",
+	engine.Replaced: "replaced",
+	engine.Deleted:  "deleted",
+}
+
+// ObserveWrites counts the writes and failed writes among outcomes (of
+// objects of kind); it is the engine's Observer.
+func ObserveWrites(kind string, outcomes []engine.Outcome) {
+	for _, o := range outcomes {
+		if a, ok := actions[o.Action]; ok {
+			writes.WithLabelValues(kind, a).Inc()
+		} else if o.Action == engine.Failed || o.Action == engine.Forbidden {
+			writeErrors.WithLabelValues(kind, errorReason(o.Err)).Inc()
+		}
+	}
+}
+
+// errorReason is the API server's reason for a refused write (Forbidden,
+// Invalid, Conflict, ...), or Unknown.
+func errorReason(err error) string {
+	if r := apierrors.ReasonForError(err); r != metav1.StatusReasonUnknown {
+		return string(r)
+	}
+	return "Unknown"
+}
+
+var registerOnce sync.Once
+
+// Register adds oria's metrics to controller-runtime's registry (served on
+// the manager's /metrics), with the object gauges read from r (the
+// manager's cache), and hooks the write engine. Only the first call
+// registers: a process has one registry.
+func Register(r client.Reader) error {
+	var err error
+	registerOnce.Do(func() {
+		for _, c := range []prometheus.Collector{writes, writeErrors, bindingLatency, NewCollector(r)} {
+			if err = crmetrics.Registry.Register(c); err != nil {
+				return
+			}
+		}
+		engine.Observer = ObserveWrites
+	})
+	return err
+}
