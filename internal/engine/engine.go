@@ -222,7 +222,9 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 			out[i].Expected = true
 			continue
 		}
-		if live := w.Memo.fresh(k.Name, key, w.recheck()); live != nil {
+		// Trusted for half the recheck interval: a recheck after the full
+		// interval always reads again, whatever reconciles came between.
+		if live := w.Memo.fresh(k.Name, key, w.recheck()/2); live != nil {
 			out[i].Action, out[i].Err, out[i].Existing = Conflict, conflictError(k.Name, live), live
 			continue
 		}

@@ -15,7 +15,7 @@ const DefaultRecheck = 30 * time.Second
 // (conflicts). Such objects are not oria's and so not in oria's cache, and
 // no event says when they change; without a memory every reconcile would pay
 // a failed create and a read for each. A remembered conflict is reported
-// without any request until it is Writer.Recheck old; the next reconcile
+// without any request until it is half Writer.Recheck old; the next reconcile
 // after that reads the object again (a read, never a failed create) and
 // creates oria's object if it is gone. Controllers requeue objects in
 // conflict after the same interval, so a conflict that goes away is noticed
