@@ -38,6 +38,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.BindingTemplateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterRoleTemplate"):
 		return &apiv1alpha1.ClusterRoleTemplateApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ConfigMapKeyReference"):
+		return &apiv1alpha1.ConfigMapKeyReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Publication"):
+		return &apiv1alpha1.PublicationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("PublicationStatus"):
+		return &apiv1alpha1.PublicationStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RBACPolicy"):
 		return &apiv1alpha1.RBACPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("RBACPolicySpec"):

@@ -54,8 +54,25 @@ const (
 	// LabelAggregateToView: see LabelAggregateToAdmin.
 	LabelAggregateToView = "rbac.authorization.k8s.io/aggregate-to-view"
 
-	// FieldOwner is the one server-side apply field manager oria uses for
-	// every write, status included.
+	// AnnotationRestartedFor is the pod-template annotation oria sets on the
+	// workloads a ScopeInstance's publication restarts: the hash of the
+	// published namespace list (status.publication.hash). Setting it is a
+	// rollout, as kubectl rollout restart's restartedAt; the same list never
+	// restarts a workload twice.
+	AnnotationRestartedFor = "oria.operatorframework.io/restarted-for"
+	// AnnotationPublishedPrefix prefixes the annotation oria sets on a
+	// ConfigMap it publishes into, one per ScopeInstance:
+	// "<prefix><LabelValue(instance)>" = the key it writes.
+	AnnotationPublishedPrefix = "publication.oria.operatorframework.io/"
+	// PublicationFieldOwnerPrefix prefixes the field manager of one
+	// ScopeInstance's publication writes (ConfigMap key, restart
+	// annotation): one manager per instance, so that instances sharing a
+	// ConfigMap never take each other's keys.
+	PublicationFieldOwnerPrefix = "oria-publication/"
+
+	// FieldOwner is the server-side apply field manager oria uses for every
+	// write, status included, except publications (see
+	// PublicationFieldOwnerPrefix).
 	FieldOwner = "oria"
 )
 

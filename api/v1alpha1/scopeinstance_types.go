@@ -55,6 +55,82 @@ type ScopeInstanceSpec struct {
 	// requires the right to impersonate it.
 	// +optional
 	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
+
+	// publication tells the operator which namespaces to watch (after IBM's
+	// NamespaceScope): oria keeps a key of a ConfigMap equal to the
+	// comma-separated, sorted list of namespaces where the instance's
+	// bindings are in place (an operator reads it as WATCH_NAMESPACE), and
+	// restarts the labelled workloads in the ConfigMap's namespace once per
+	// change of the list. Naming a ConfigMap requires the right to write it,
+	// and restart labels the right to patch the workloads there.
+	// +optional
+	Publication *Publication `json:"publication,omitempty"`
+}
+
+// Publication names where an instance publishes its bound namespaces.
+type Publication struct {
+	// configMap is the ConfigMap and key oria writes. oria owns only that
+	// key (server-side apply); other keys are left alone, and a key someone
+	// else manages is reported as a Conflict and never overwritten.
+	// +required
+	ConfigMap ConfigMapKeyReference `json:"configMap"`
+
+	// includeConfigMapNamespace adds the ConfigMap's own namespace (the
+	// operator's namespace, where OLM installs the operator's own
+	// namespaced permissions) to the list, as NamespaceScope always does.
+	// Default true; set false to publish only namespaces this instance
+	// binds.
+	// +optional
+	// +kubebuilder:default=true
+	IncludeConfigMapNamespace *bool `json:"includeConfigMapNamespace,omitempty"`
+
+	// restartLabels select the Deployments, StatefulSets and DaemonSets in
+	// the ConfigMap's namespace (by their own labels) that oria restarts
+	// when the list changes, as `kubectl rollout restart` does. None: no
+	// restart.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=20
+	RestartLabels map[string]string `json:"restartLabels,omitempty"`
+}
+
+// ConfigMapKeyReference names a key of a ConfigMap.
+type ConfigMapKeyReference struct {
+	// namespace of the ConfigMap.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+	// name of the ConfigMap.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+	// key of the ConfigMap oria writes the list to.
+	// +optional
+	// +kubebuilder:default=namespaces
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
+// DefaultPublicationKey is the ConfigMap key used when none is given.
+const DefaultPublicationKey = "namespaces"
+
+// KeyOrDefault returns the key, or DefaultPublicationKey.
+func (r ConfigMapKeyReference) KeyOrDefault() string {
+	if r.Key == "" {
+		return DefaultPublicationKey
+	}
+	return r.Key
+}
+
+// IncludesConfigMapNamespace reports whether the ConfigMap's namespace is
+// published (the default).
+func (p Publication) IncludesConfigMapNamespace() bool {
+	return p.IncludeConfigMapNamespace == nil || *p.IncludeConfigMapNamespace
 }
 
 // ServiceAccountReference names a ServiceAccount.
@@ -112,6 +188,48 @@ type ScopeInstanceStatus struct {
 	// boundNamespaceCount is the length of boundNamespaces.
 	// +optional
 	BoundNamespaceCount int32 `json:"boundNamespaceCount,omitempty"`
+
+	// publication reports what spec.publication published and the last
+	// restart it caused.
+	// +optional
+	Publication *PublicationStatus `json:"publication,omitempty"`
+}
+
+// PublicationStatus is the observed state of a publication.
+type PublicationStatus struct {
+	// configMap is "<namespace>/<name>:<key>" of the published key.
+	// +optional
+	ConfigMap string `json:"configMap,omitempty"`
+	// namespaces is the number of namespaces in the published list.
+	// +optional
+	Namespaces int32 `json:"namespaces,omitempty"`
+	// hash identifies the published list (a hash of the value).
+	// +optional
+	Hash string `json:"hash,omitempty"`
+	// lastChangeTime is when oria last wrote a new list.
+	// +optional
+	LastChangeTime *metav1.Time `json:"lastChangeTime,omitempty"`
+	// pendingSince is when the list first changed after the last restart;
+	// empty when the workloads run with the published list.
+	// +optional
+	PendingSince *metav1.Time `json:"pendingSince,omitempty"`
+	// restartedHash is the hash of the list the workloads were last
+	// restarted for (their oria.operatorframework.io/restarted-for
+	// annotation).
+	// +optional
+	RestartedHash string `json:"restartedHash,omitempty"`
+	// lastRestartTime is when oria last restarted the workloads.
+	// +optional
+	LastRestartTime *metav1.Time `json:"lastRestartTime,omitempty"`
+	// lastRestartNamespaces is the size of the list at the last restart.
+	// +optional
+	LastRestartNamespaces int32 `json:"lastRestartNamespaces,omitempty"`
+	// restartedWorkloads are the workloads of the last restart, as
+	// "<Kind>/<name>".
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	RestartedWorkloads []string `json:"restartedWorkloads,omitempty"`
 }
 
 // ScopeInstance binds a ScopeTemplate's roles to its subjects in a set of
@@ -123,6 +241,8 @@ type ScopeInstanceStatus struct {
 // +kubebuilder:printcolumn:name=Template,type=string,JSONPath=`.spec.scopeTemplateName`
 // +kubebuilder:printcolumn:name=Scope,type=string,JSONPath=`.status.scope`
 // +kubebuilder:printcolumn:name=Namespaces,type=integer,JSONPath=`.status.boundNamespaceCount`
+// +kubebuilder:printcolumn:name=Published,type=integer,JSONPath=`.status.publication.namespaces`,priority=1
+// +kubebuilder:printcolumn:name=Restarted,type=date,JSONPath=`.status.publication.lastRestartTime`,priority=1
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name=Reason,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`

@@ -74,6 +74,67 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: io.k8s.api.rbac.v1.PolicyRule
           elementRelationship: atomic
+- name: com.github.operator-framework.oria.api.v1alpha1.ConfigMapKeyReference
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+      default: namespaces
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
+- name: com.github.operator-framework.oria.api.v1alpha1.Publication
+  map:
+    fields:
+    - name: configMap
+      type:
+        namedType: com.github.operator-framework.oria.api.v1alpha1.ConfigMapKeyReference
+    - name: includeConfigMapNamespace
+      type:
+        scalar: boolean
+      default: true
+    - name: restartLabels
+      type:
+        map:
+          elementType:
+            scalar: string
+- name: com.github.operator-framework.oria.api.v1alpha1.PublicationStatus
+  map:
+    fields:
+    - name: configMap
+      type:
+        scalar: string
+    - name: hash
+      type:
+        scalar: string
+    - name: lastChangeTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: lastRestartNamespaces
+      type:
+        scalar: numeric
+    - name: lastRestartTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: namespaces
+      type:
+        scalar: numeric
+    - name: pendingSince
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: restartedHash
+      type:
+        scalar: string
+    - name: restartedWorkloads
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
 - name: com.github.operator-framework.oria.api.v1alpha1.RBACPolicy
   map:
     fields:
@@ -193,6 +254,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: associative
+    - name: publication
+      type:
+        namedType: com.github.operator-framework.oria.api.v1alpha1.Publication
     - name: scopeTemplateName
       type:
         scalar: string
@@ -222,6 +286,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+    - name: publication
+      type:
+        namedType: com.github.operator-framework.oria.api.v1alpha1.PublicationStatus
     - name: scope
       type:
         scalar: string

@@ -53,6 +53,14 @@ type ScopeInstanceSpecApplyConfiguration struct {
 	// and tried again; the others are written. Naming a ServiceAccount
 	// requires the right to impersonate it.
 	ServiceAccount *ServiceAccountReferenceApplyConfiguration `json:"serviceAccount,omitempty"`
+	// publication tells the operator which namespaces to watch (after IBM's
+	// NamespaceScope): oria keeps a key of a ConfigMap equal to the
+	// comma-separated, sorted list of namespaces where the instance's
+	// bindings are in place (an operator reads it as WATCH_NAMESPACE), and
+	// restarts the labelled workloads in the ConfigMap's namespace once per
+	// change of the list. Naming a ConfigMap requires the right to write it,
+	// and restart labels the right to patch the workloads there.
+	Publication *PublicationApplyConfiguration `json:"publication,omitempty"`
 }
 
 // ScopeInstanceSpecApplyConfiguration constructs a declarative configuration of the ScopeInstanceSpec type for use with
@@ -92,5 +100,13 @@ func (b *ScopeInstanceSpecApplyConfiguration) WithNamespaceSelector(value *v1.La
 // If called multiple times, the ServiceAccount field is set to the value of the last call.
 func (b *ScopeInstanceSpecApplyConfiguration) WithServiceAccount(value *ServiceAccountReferenceApplyConfiguration) *ScopeInstanceSpecApplyConfiguration {
 	b.ServiceAccount = value
+	return b
+}
+
+// WithPublication sets the Publication field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Publication field is set to the value of the last call.
+func (b *ScopeInstanceSpecApplyConfiguration) WithPublication(value *PublicationApplyConfiguration) *ScopeInstanceSpecApplyConfiguration {
+	b.Publication = value
 	return b
 }

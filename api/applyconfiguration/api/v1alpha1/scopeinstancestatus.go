@@ -43,6 +43,9 @@ type ScopeInstanceStatusApplyConfiguration struct {
 	BoundNamespaces []string `json:"boundNamespaces,omitempty"`
 	// boundNamespaceCount is the length of boundNamespaces.
 	BoundNamespaceCount *int32 `json:"boundNamespaceCount,omitempty"`
+	// publication reports what spec.publication published and the last
+	// restart it caused.
+	Publication *PublicationStatusApplyConfiguration `json:"publication,omitempty"`
 }
 
 // ScopeInstanceStatusApplyConfiguration constructs a declarative configuration of the ScopeInstanceStatus type for use with
@@ -95,5 +98,13 @@ func (b *ScopeInstanceStatusApplyConfiguration) WithBoundNamespaces(values ...st
 // If called multiple times, the BoundNamespaceCount field is set to the value of the last call.
 func (b *ScopeInstanceStatusApplyConfiguration) WithBoundNamespaceCount(value int32) *ScopeInstanceStatusApplyConfiguration {
 	b.BoundNamespaceCount = &value
+	return b
+}
+
+// WithPublication sets the Publication field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Publication field is set to the value of the last call.
+func (b *ScopeInstanceStatusApplyConfiguration) WithPublication(value *PublicationStatusApplyConfiguration) *ScopeInstanceStatusApplyConfiguration {
+	b.Publication = value
 	return b
 }
