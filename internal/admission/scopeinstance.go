@@ -27,7 +27,23 @@ import (
 //
 // An instance with a serviceAccount is checked by checkServiceAccount
 // instead: its grants are capped by that ServiceAccount at write time.
+//
+// A publication is checked in either case (checkPublication): oria writes
+// the ConfigMap and restarts workloads with its own rights.
 func (g *Guard) checkInstance(ctx context.Context, user authenticationv1.UserInfo, si *oriav1alpha1.ScopeInstance) ([]string, error) {
+	grants, err := g.checkGrants(ctx, user, si)
+	if err != nil {
+		return nil, err
+	}
+	pub, err := g.checkPublication(ctx, user, si.Spec.Publication)
+	if err != nil {
+		return nil, err
+	}
+	return append(grants, pub...), nil
+}
+
+// checkGrants checks what the instance's bindings grant.
+func (g *Guard) checkGrants(ctx context.Context, user authenticationv1.UserInfo, si *oriav1alpha1.ScopeInstance) ([]string, error) {
 	if sa := si.Spec.ServiceAccount; sa != nil {
 		return g.checkServiceAccount(ctx, user, *sa)
 	}

@@ -158,6 +158,9 @@ func NamespaceMetadata() *metav1.PartialObjectMetadata {
 //     ClusterRole) is read through the manager's API reader when needed;
 //   - CRDs are cached as metadata only, and only those operator-controller
 //     installed for a ClusterExtension;
+//   - ConfigMaps are cached only when oria publishes into them (a
+//     ScopeInstance's spec.publication; LabelManagedBy): the rest of the
+//     cluster's ConfigMaps never reach oria's memory;
 //   - managedFields are dropped from every cached object.
 func CacheOptions() cache.Options {
 	managed := cache.ByObject{Label: ManagedSelector()}
@@ -167,6 +170,7 @@ func CacheOptions() cache.Options {
 			&rbacv1.ClusterRole{}:        managed,
 			&rbacv1.ClusterRoleBinding{}: managed,
 			&rbacv1.RoleBinding{}:        managed,
+			&corev1.ConfigMap{}:          managed,
 			CRDMetadata(): {Label: labels.SelectorFromSet(labels.Set{
 				oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension,
 			})},

@@ -47,8 +47,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -64,6 +66,7 @@ import (
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/metrics"
 	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/publish"
 	"github.com/operator-framework/oria/internal/reconciler"
 )
 
@@ -102,6 +105,9 @@ type Options struct {
 	// ConflictRecheckInterval: see DefaultRecheckInterval (the
 	// default when 0).
 	ConflictRecheckInterval time.Duration
+	// Timing coalesces the restarts of publications (package publish's
+	// defaults when zero).
+	Timing publish.Timing
 }
 
 // Reconciler reconciles ScopeInstances.
@@ -120,6 +126,8 @@ type Reconciler struct {
 	// Impersonators writes the bindings of instances with a
 	// serviceAccount; nil refuses such instances (ReconcileError).
 	Impersonators *Impersonators
+	// Timing: see Options.
+	Timing publish.Timing
 }
 
 // SetupWithManager registers the controller (and the shared binding
@@ -135,6 +143,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Workers:   opts.Workers,
 
 		ConflictRecheckInterval: opts.ConflictRecheckInterval,
+		Timing:                  opts.Timing,
 		Impersonators: &Impersonators{Config: mgr.GetConfig(), Options: client.Options{
 			Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: nil}},
 	}
@@ -155,6 +164,16 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 				return r.instancesOf(ctx, ownership.ControllerName(o.GetOwnerReferences(), ownership.KindScopeTemplate))
 			})).
 		WatchesMetadata(manager.NamespaceMetadata(), &namespaceHandler{r: r}).
+		// The ConfigMaps oria publishes into (only those are cached): one
+		// deleted or changed is put right, or reported.
+		Watches(&corev1.ConfigMap{},
+			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+				var reqs []reconcile.Request
+				for _, name := range r.instancesForConfigMap(ctx, o) {
+					reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+				}
+				return reqs
+			})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -213,7 +232,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			if err != nil {
 				return res, err
 			}
-			return res, summarizeErrors(res.summary.Errors)
+			return res, errors.Join(summarizeErrors(res.summary.Errors), res.published.err)
 		},
 		Status: func(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) {
 			si.Status = computeStatus(si, p, res, err)
@@ -224,7 +243,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			// (someone else's binding, the ServiceAccount's rights), so
 			// look again after a while.
 			saMissing := p.specErr != nil && p.specErr.Reason == oriav1alpha1.ReasonServiceAccountNotFound
-			return reconciler.Soonest(reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || saMissing, r.recheck()), res.summary.Recheck())
+			// A coalesced restart of the publication is due after
+			// res.published.after.
+			return reconciler.Soonest(reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || saMissing || res.published.conflict != "", r.recheck()),
+				res.summary.Recheck(), res.published.after)
 		},
 	}
 	return steps.Reconcile(ctx, req)
@@ -234,8 +256,12 @@ func (r *Reconciler) recheck() time.Duration {
 	return cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
 }
 
-// reconcileDelete removes the bindings of a deleted instance.
+// reconcileDelete removes the bindings of a deleted instance, and what it
+// published.
 func (r *Reconciler) reconcileDelete(ctx context.Context, instance string) error {
+	if err := r.withdraw(ctx, instance, nil); err != nil {
+		return err
+	}
 	rbs, crbs, err := r.existingBindings(ctx, instance)
 	if err != nil {
 		return err
@@ -278,13 +304,16 @@ type result struct {
 	ensuredRBs []engine.Outcome
 	// conflicts are sentences naming what was left alone.
 	conflicts []string
+	// published is what the publication did.
+	published published
 }
 
 // refused reports whether the ServiceAccount may not write some bindings.
 func (res result) refused() bool { return len(res.summary.Forbidden) > 0 }
 
-// write creates and repairs first, deletes after, so that a changed role
-// never leaves a gap without access.
+// write creates and repairs first, publishes (see publish), deletes after,
+// so that a changed role never leaves a gap without access and a published
+// namespace always has its bindings.
 func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
 	w, err := r.writerFor(si)
 	if err != nil {
@@ -294,9 +323,12 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	ensuredRBs := engine.Ensure(ctx, w, engine.RoleBindingKind, owns, p.wantRBs, engine.ByKey(p.existingRBs))
 	metrics.NamespaceBinding.Bound(si.Name, ensuredRBs)
 	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, p.wantCRBs, engine.ByKey(p.existingCRBs))
+	ensured := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs)}
+	clusterOK := len(ensured.summary.Errors)+len(ensured.summary.Conflicts)+len(ensured.summary.Forbidden) == 0 && len(p.pending)+len(p.conflicted) == 0
+	pubs := r.publish(ctx, si, p, boundNamespaces(si.Name, p, ensured), clusterOK)
 	deletedRBs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)
 	deletedCRBs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)
-	res := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs), ensuredRBs: ensuredRBs}
+	res := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs), ensuredRBs: ensuredRBs, published: pubs}
 	for _, role := range p.conflicted {
 		res.conflicts = append(res.conflicts, fmt.Sprintf("ClusterRole %q of ScopeTemplate %q exists and was not created by oria for the template", role, p.template.Name))
 	}

@@ -43,6 +43,7 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 	}
 	st.BoundNamespaces = boundNamespaces(si.Name, p, res)
 	st.BoundNamespaceCount = int32(len(st.BoundNamespaces))
+	st.Publication = res.published.status
 	switch {
 	case err != nil:
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
@@ -69,6 +70,9 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 		c := meta.FindStatusCondition(p.template.Status.Conditions, oriav1alpha1.TypeReady)
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound,
 			fmt.Sprintf("%s, but ScopeTemplate %q: %s", boundWhere(p, st), p.template.Name, c.Message))
+	case res.published.conflict != "":
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, fmt.Sprintf(
+			"%s, but spec.publication: %s; oria leaves it as it is and looks again every %s", boundWhere(p, st), res.published.conflict, DefaultRecheckInterval))
 	case !p.targets.Cluster && len(st.BoundNamespaces) == 0:
 		// A selector that matches nothing yet is a standing rule, not an
 		// error; it says so rather than claiming a grant.
