@@ -25,7 +25,9 @@ func TestPublicationPermissions(t *testing.T) {
 	cm := func(verb string) Permission {
 		return Permission{Verb: verb, Resource: "configmaps", Name: "scope", Namespace: "op"}
 	}
-	apps := func(r string) Permission { return Permission{Verb: "patch", Group: "apps", Resource: r, Namespace: "op"} }
+	apps := func(r string) Permission {
+		return Permission{Verb: "patch", Group: "apps", Resource: r, Namespace: "op"}
+	}
 	noRestart := *publication
 	noRestart.RestartLabels = nil
 	for _, tc := range []struct {

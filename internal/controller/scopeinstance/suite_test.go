@@ -20,6 +20,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/scopeinstance"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
+	"github.com/operator-framework/oria/internal/publish"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -36,7 +37,8 @@ func TestMain(m *testing.M) {
 	testutil.RunWithManager(m, &k8sClient, &mgr, func(mg ctrl.Manager) error {
 		return errors.Join(
 			scopetemplate.SetupWithManager(mg, scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}),
-			scopeinstance.SetupWithManager(mg, scopeinstance.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}),
+			scopeinstance.SetupWithManager(mg, scopeinstance.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second,
+				Timing: publish.Timing{Quiet: time.Second}}),
 		)
 	})
 }
