@@ -1,7 +1,8 @@
 // Package e2e holds oria's end-to-end tests: a real etcd, kube-apiserver and
-// kube-controller-manager (garbage collector, namespace and ClusterRole
-// aggregation controllers) on loopback, and the oria binary built from
-// ./cmd/oria and run as a separate process, exactly as a user runs it.
+// kube-controller-manager (garbage collector, namespace, ClusterRole
+// aggregation, deployment and replicaset controllers) on loopback, and the
+// oria binary built from ./cmd/oria and run as a separate process, exactly
+// as a user runs it.
 // Access is checked the way a user would, with SubjectAccessReviews against
 // the real RBAC authorizer.
 package e2e

@@ -48,12 +48,16 @@ const clusterExtensionCRD = "helm/olmv1/base/operator-controller/crd/standard/ol
 // ControllerManagerControllers are the kube-controller-manager controllers
 // the local control plane runs: enough for garbage collection of owned
 // objects, namespace deletion and ClusterRole aggregation, which is what oria
-// relies on.
+// relies on, and the deployment and replicaset controllers, which turn the
+// restarts of a ScopeInstance's publication into ReplicaSets (no pod runs:
+// there is no scheduler or kubelet).
 var ControllerManagerControllers = []string{
 	"garbage-collector-controller",
 	"namespace-controller",
 	"clusterrole-aggregation-controller",
 	"serviceaccount-controller",
+	"deployment-controller",
+	"replicaset-controller",
 }
 
 // Options configure Start.
