@@ -90,7 +90,7 @@ func settled(t *testing.T, namespaces []string, within time.Duration) int {
 // reconcile and an oria restart cause none; 200 namespaces labelled at once
 // cause one; a namespace whose label is removed leaves the list.
 func TestPublicationRestartsTheOperator(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	sys := testutil.Namespace(gadgetSystem, nil)
 	require.NoError(t, k8sClient.Create(ctx, sys))
@@ -185,12 +185,12 @@ func parallel(t *testing.T, names []string, fn func(string) error) {
 // may not publish into a ConfigMap or restart workloads they could not
 // write themselves; once they may, the same instance is admitted.
 func TestPublicationGuard(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	ns := createNamespace(t, "pub-guard", nil)
 	user, asUser := delegate(t, "publisher")
 	view := createBindableRole(t, user)
-	tmpl := scopeTemplate(testutil.UniqueName("pub-guard"), []oriav1alpha1.ClusterRoleTemplate{{Name: view}}, userSubject("someone"))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("pub-guard"), []oriav1alpha1.ClusterRoleTemplate{{Name: view}}, testutil.User("someone"))
 	require.NoError(t, k8sClient.Create(ctx, tmpl))
 	cleanup(t, tmpl)
 	si := scopeInstance(testutil.UniqueName("pub-guard"), tmpl.Name, ns)
@@ -213,7 +213,7 @@ func TestPublicationGuard(t *testing.T) {
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "publisher"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{userSubject(user)},
+		Subjects:   []rbacv1.Subject{testutil.User(user)},
 	}
 	for _, o := range []client.Object{role, rb} {
 		require.NoError(t, k8sClient.Create(ctx, o))
@@ -234,7 +234,7 @@ func createBindableRole(t *testing.T, user string) string {
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{name}, Verbs: []string{"bind"}}}}
 	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: binder.Name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: binder.Name},
-		Subjects: []rbacv1.Subject{userSubject(user)}}
+		Subjects: []rbacv1.Subject{testutil.User(user)}}
 	for _, o := range []client.Object{role, binder, crb} {
 		require.NoError(t, k8sClient.Create(ctx, o))
 	}

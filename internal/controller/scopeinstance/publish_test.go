@@ -47,7 +47,7 @@ func workload(ns, name string, labels map[string]string) *appsv1.Deployment {
 // removing the block withdraws the key and deletes the ConfigMap oria
 // created.
 func TestPublication(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	team := testutil.UniqueName("team")
 	op := namespace(t, "op", nil)
@@ -59,7 +59,7 @@ func TestPublication(t *testing.T) {
 	create(t, untouched)
 
 	view := podReader(t)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: view}}, sa("operator", op))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: view}}, testutil.ServiceAccount("operator", op))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, nil, matchLabels("team", team))
 	si.Spec.Publication = &oriav1alpha1.Publication{
@@ -86,7 +86,7 @@ func TestPublication(t *testing.T) {
 				assert.Equal(c, []string{"Deployment/operator"}, got.Status.Publication.RestartedWorkloads)
 				assert.EqualValues(c, len(want), got.Status.Publication.LastRestartNamespaces)
 			}
-		}, timeout, interval)
+		}, testutil.Timeout, testutil.Interval)
 		for _, ns := range want {
 			if ns != op {
 				get(t, binding.BindingName(si.Name, view), ns, &rbacv1.RoleBinding{})
@@ -126,21 +126,21 @@ func TestPublication(t *testing.T) {
 		assert.Equal(c, map[string]string{"theirs": "x"}, cm.Data)
 		assert.NotContains(c, cm.Annotations, publish.AnnotationKey(si.Name))
 		assert.Nil(c, get(c, si.Name, "", &oriav1alpha1.ScopeInstance{}).Status.Publication)
-	}, timeout, interval)
+	}, testutil.Timeout, testutil.Interval)
 }
 
 // TestPublicationConflict: a key someone else manages is reported as a
 // Conflict and left as it was; deleting the instance leaves it too. A
 // ConfigMap oria created is deleted with the instance.
 func TestPublicationConflict(t *testing.T) {
-	testutil.NeedCluster(t, cluster)
+	testutil.NeedCluster(t)
 	ctx := context.Background()
 	op := namespace(t, "op", nil)
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: op, Name: "theirs"}, Data: map[string]string{"namespaces": "kube-system"}}
 	create(t, foreign)
 
 	view := podReader(t)
-	tmpl := newTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: view}}, sa("operator", op))
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: view}}, testutil.ServiceAccount("operator", op))
 	create(t, tmpl)
 	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{op}, nil)
 	si.Spec.Publication = &oriav1alpha1.Publication{ConfigMap: oriav1alpha1.ConfigMapKeyReference{Namespace: op, Name: "theirs"}}
@@ -159,7 +159,7 @@ func TestPublicationConflict(t *testing.T) {
 	assert.Equal(t, op, get(t, "mine", op, &corev1.ConfigMap{}).Data["namespaces"])
 	require.NoError(t, k8sClient.Delete(ctx, got))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.True(c, notFound(c, "mine", op, &corev1.ConfigMap{}))
-	}, timeout, interval)
+		assert.True(c, notFound("mine", op, &corev1.ConfigMap{}))
+	}, testutil.Timeout, testutil.Interval)
 	assert.Equal(t, foreign.Data, get(t, "theirs", op, &corev1.ConfigMap{}).Data)
 }
