@@ -54,6 +54,20 @@ func TestComputeStatus(t *testing.T) {
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a", "b"}, BoundNamespaceCount: 2,
 			Conditions: cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 2 namespace(s)")},
 	}, {
+		name: "published: the publication status is reported",
+		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a")},
+		res:  result{summary: summary(), published: published{status: &oriav1alpha1.PublicationStatus{ConfigMap: "op/scope:namespaces", Namespaces: 2, Hash: "h"}}},
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
+			Publication: &oriav1alpha1.PublicationStatus{ConfigMap: "op/scope:namespaces", Namespaces: 2, Hash: "h"},
+			Conditions:  cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 1 namespace(s)")},
+	}, {
+		name: "a foreign ConfigMap key: Conflict, the bindings are reported in place",
+		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a")},
+		res:  result{summary: summary(), published: published{conflict: `key "namespaces" of ConfigMap op/scope is managed by someone else (x)`}},
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
+			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonConflict,
+				`1 ClusterRole(s) bound in 1 namespace(s), but spec.publication: key "namespaces" of ConfigMap op/scope is managed by someone else (x); oria leaves it as it is and looks again every 30s`)},
+	}, {
 		name: "a selector that matches nothing yet says so",
 		p:    &plan{template: tmpl, roles: []string{"view"}},
 		res:  result{summary: summary()},
