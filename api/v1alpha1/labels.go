@@ -60,6 +60,11 @@ const (
 	// rollout, as kubectl rollout restart's restartedAt; the same list never
 	// restarts a workload twice.
 	AnnotationRestartedFor = "oria.operatorframework.io/restarted-for"
+	// LabelPublished ("true") marks a ConfigMap a ScopeInstance publishes
+	// into; oria caches only the ConfigMaps that carry it. It is not
+	// LabelManagedBy: a ConfigMap oria shares with another tool (Helm sets
+	// its own managed-by) must not make the two fight over a label.
+	LabelPublished = "oria.operatorframework.io/published"
 	// AnnotationPublishedPrefix prefixes the annotation oria sets on a
 	// ConfigMap it publishes into, one per ScopeInstance:
 	// "<prefix><LabelValue(instance)>" = the key it writes.

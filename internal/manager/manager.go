@@ -135,6 +135,11 @@ func ManagedSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue})
 }
 
+// PublishedSelector selects the ConfigMaps ScopeInstances publish into.
+func PublishedSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelPublished: "true"})
+}
+
 // CRDMetadata returns an empty metadata-only CustomResourceDefinition, the
 // type oria watches CRDs as: their schemas can be hundreds of kilobytes, and
 // oria needs only names and labels.
@@ -159,7 +164,7 @@ func NamespaceMetadata() *metav1.PartialObjectMetadata {
 //   - CRDs are cached as metadata only, and only those operator-controller
 //     installed for a ClusterExtension;
 //   - ConfigMaps are cached only when oria publishes into them (a
-//     ScopeInstance's spec.publication; LabelManagedBy): the rest of the
+//     ScopeInstance's spec.publication; LabelPublished): the rest of the
 //     cluster's ConfigMaps never reach oria's memory;
 //   - managedFields are dropped from every cached object.
 func CacheOptions() cache.Options {
@@ -170,7 +175,7 @@ func CacheOptions() cache.Options {
 			&rbacv1.ClusterRole{}:        managed,
 			&rbacv1.ClusterRoleBinding{}: managed,
 			&rbacv1.RoleBinding{}:        managed,
-			&corev1.ConfigMap{}:          managed,
+			&corev1.ConfigMap{}:          {Label: PublishedSelector()},
 			CRDMetadata(): {Label: labels.SelectorFromSet(labels.Set{
 				oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension,
 			})},

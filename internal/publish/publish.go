@@ -19,12 +19,15 @@
 package publish
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
@@ -87,13 +90,13 @@ func ConfigMapName(ref oriav1alpha1.ConfigMapKeyReference) string {
 	return ref.Namespace + "/" + ref.Name + ":" + ref.KeyOrDefault()
 }
 
-// ConfigMap is the apply configuration of instance's key: the key, oria's
-// managed-by label (which puts the ConfigMap in oria's cache) and the
+// ConfigMap is the apply configuration of instance's key: the key, the
+// published label (which puts the ConfigMap in oria's cache) and the
 // annotation recording the instance. Applied with FieldOwner(instance) and
 // without force, so that a key another manager holds is a conflict.
 func ConfigMap(instance string, ref oriav1alpha1.ConfigMapKeyReference, value string) *corev1ac.ConfigMapApplyConfiguration {
 	return corev1ac.ConfigMap(ref.Name, ref.Namespace).
-		WithLabels(map[string]string{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}).
+		WithLabels(map[string]string{oriav1alpha1.LabelPublished: "true"}).
 		WithAnnotations(map[string]string{AnnotationKey(instance): ref.KeyOrDefault()}).
 		WithData(map[string]string{ref.KeyOrDefault(): value})
 }
@@ -110,7 +113,7 @@ func Withdrawal(namespace, name string) *corev1ac.ConfigMapApplyConfiguration {
 func Current(cm metav1.Object, data map[string]string, instance string, ref oriav1alpha1.ConfigMapKeyReference, value string) bool {
 	v, ok := data[ref.KeyOrDefault()]
 	return ok && v == value &&
-		cm.GetLabels()[oriav1alpha1.LabelManagedBy] == oriav1alpha1.ManagedByValue &&
+		cm.GetLabels()[oriav1alpha1.LabelPublished] == "true" &&
 		cm.GetAnnotations()[AnnotationKey(instance)] == ref.KeyOrDefault()
 }
 
@@ -152,6 +155,23 @@ func Restart(kind, namespace, name, hash string) runtime.ApplyConfiguration {
 		return appsv1ac.StatefulSet(name, namespace).WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(tmpl))
 	case KindDaemonSet:
 		return appsv1ac.DaemonSet(name, namespace).WithSpec(appsv1ac.DaemonSetSpec().WithTemplate(tmpl))
+	}
+	return nil
+}
+
+// Validate returns why pub's restart labels cannot select workloads, or
+// nil (the schema checks the rest).
+func Validate(pub *oriav1alpha1.Publication) error {
+	if pub == nil {
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(pub.RestartLabels)) {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("spec.publication.restartLabels: key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(pub.RestartLabels[k]); len(errs) > 0 {
+			return fmt.Errorf("spec.publication.restartLabels: value %q of %q: %s", pub.RestartLabels[k], k, strings.Join(errs, "; "))
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +150,26 @@ func TestRestarted(t *testing.T) {
 	if Restart(KindDeployment, "op", "d", "h") == nil || Restart(KindStatefulSet, "op", "s", "h") == nil ||
 		Restart(KindDaemonSet, "op", "ds", "h") == nil || Restart("Pod", "op", "p", "h") != nil {
 		t.Error("Restart kinds")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		labels map[string]string
+		want   string
+	}{
+		{nil, ""},
+		{map[string]string{"intent": "projected", "app.kubernetes.io/name": "op"}, ""},
+		{map[string]string{"bad key!": "x"}, `spec.publication.restartLabels: key "bad key!": `},
+		{map[string]string{"k": "bad value!"}, `spec.publication.restartLabels: value "bad value!" of "k": `},
+	} {
+		err := Validate(&oriav1alpha1.Publication{RestartLabels: tc.labels})
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if tc.want == "" && got != "" || tc.want != "" && !strings.HasPrefix(got, tc.want) {
+			t.Errorf("Validate(%v) = %q, want %q...", tc.labels, got, tc.want)
+		}
 	}
 }

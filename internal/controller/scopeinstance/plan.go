@@ -16,6 +16,7 @@ import (
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/publish"
 )
 
 // plan is what one reconcile read and decided.
@@ -51,6 +52,9 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 		if serr, err = r.checkServiceAccount(ctx, si); err != nil {
 			return nil, err
 		}
+	}
+	if err := publish.Validate(si.Spec.Publication); serr == nil && err != nil {
+		serr = &binding.SpecError{Reason: oriav1alpha1.ReasonInvalidSpec, Message: err.Error() + "; nothing is changed until it is fixed"}
 	}
 	if serr != nil {
 		return &plan{specErr: serr}, nil

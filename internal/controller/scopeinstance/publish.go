@@ -152,7 +152,7 @@ func (r *Reconciler) restart(ctx context.Context, instance, namespace string, se
 // is left in it.
 func (r *Reconciler) withdraw(ctx context.Context, instance string, keep *oriav1alpha1.ConfigMapKeyReference) error {
 	var list corev1.ConfigMapList
-	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: manager.ManagedSelector()}); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingLabelsSelector{Selector: manager.PublishedSelector()}); err != nil {
 		return fmt.Errorf("listing the ConfigMaps oria publishes into: %w", err)
 	}
 	for i := range list.Items {
