@@ -14,8 +14,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
@@ -106,6 +108,13 @@ func TestPublication(t *testing.T) {
 	time.Sleep(2 * time.Second) // longer than the quiet period: no restart follows
 	assert.Equal(t, gen+1, get(t, restarted.Name, op, &appsv1.Deployment{}).Generation, "one restart per change")
 	assert.Empty(t, get(t, untouched.Name, op, &appsv1.Deployment{}).Spec.Template.Annotations, "an unlabelled workload is not restarted")
+
+	// An unchanged world: no write, to the ConfigMap, the workloads or the
+	// status.
+	r, counter := countingReconciler()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: si.Name}}
+	testutil.EventuallyQuiet(t, r, counter, req)
+	testutil.Quiet(t, r, counter, req, 3)
 
 	// A namespace that stops matching leaves the list (and then loses its
 	// binding).
