@@ -92,6 +92,9 @@ func (r *Reconciler) publish(ctx context.Context, si *oriav1alpha1.ScopeInstance
 		return published{status: &st, err: err}
 	}
 	st = publish.Restarted(st, workloads, now)
+	if len(workloads) == 0 {
+		return published{status: &st}
+	}
 	r.event(si, corev1.EventTypeNormal, EventWorkloadsRestarted, "Restart", "restarted %d workload(s) in namespace %s for a list of %d namespace(s): %s",
 		len(workloads), pub.ConfigMap.Namespace, len(nss), strings.Join(workloads, ", "))
 	return published{status: &st}
