@@ -15,6 +15,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/publish"
 )
 
@@ -202,18 +203,28 @@ func (r *Reconciler) withdrawFrom(ctx context.Context, instance, namespace, name
 }
 
 // instancesForConfigMap maps a ConfigMap oria publishes into to the
-// instances that name it or published into it.
+// instances that name it or published into it. An instance that published
+// into it and no longer exists (deleted while oria was not running) maps to
+// its name as the annotation records it: the reconcile finds nothing and
+// withdraws (Cleanup).
 func (r *Reconciler) instancesForConfigMap(ctx context.Context, o client.Object) []string {
 	var all oriav1alpha1.ScopeInstanceList
 	if err := r.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var out []string
+	exists := map[string]bool{}
 	for _, si := range all.Items {
+		exists[names.LabelValue(si.Name)] = true
 		pub := si.Spec.Publication
 		_, published := o.GetAnnotations()[publish.AnnotationKey(si.Name)]
 		if published || (pub != nil && pub.ConfigMap.Namespace == o.GetNamespace() && pub.ConfigMap.Name == o.GetName()) {
 			out = append(out, si.Name)
+		}
+	}
+	for k := range o.GetAnnotations() {
+		if name, ok := strings.CutPrefix(k, oriav1alpha1.AnnotationPublishedPrefix); ok && !exists[name] {
+			out = append(out, name)
 		}
 	}
 	return out

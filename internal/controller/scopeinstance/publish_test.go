@@ -172,3 +172,18 @@ func TestPublicationConflict(t *testing.T) {
 	}, testutil.Timeout, testutil.Interval)
 	assert.Equal(t, foreign.Data, get(t, "theirs", op, &corev1.ConfigMap{}).Data)
 }
+
+// TestPublicationOfAGoneInstance: a ConfigMap key of an instance deleted
+// while oria was not running is withdrawn when oria sees the ConfigMap (at
+// start, or on any change), and the ConfigMap, which only oria wrote, goes.
+func TestPublicationOfAGoneInstance(t *testing.T) {
+	testutil.NeedCluster(t)
+	ctx := context.Background()
+	op := namespace(t, "op", nil)
+	ghost := testutil.UniqueName("ghost")
+	ref := oriav1alpha1.ConfigMapKeyReference{Namespace: op, Name: "left-behind"}
+	require.NoError(t, k8sClient.Apply(ctx, publish.ConfigMap(ghost, ref, op), client.FieldOwner(publish.FieldOwner(ghost))))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.True(c, notFound("left-behind", op, &corev1.ConfigMap{}))
+	}, testutil.Timeout, testutil.Interval)
+}
