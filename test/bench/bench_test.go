@@ -277,12 +277,12 @@ func TestParseFlags(t *testing.T) {
 	}
 	c, err = parseFlags(nil, io.Discard)
 	if err != nil || c.extensions != 200 || c.namespaces != 2000 || c.scaleInstances != 10 || c.scaleNamespaces != 5000 ||
-		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioIdle}) {
+		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioFanoutPublish, scenarioIdle}) {
 		t.Errorf("defaults = %+v, %v", c, err)
 	}
 	c, err = parseFlags([]string{"-qps=500", "-scenarios=scale,all"}, io.Discard)
 	if err != nil || c.qps != 500 || c.burst != 1000 || !c.oriaLimit ||
-		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioScale, scenarioIdle}) {
+		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioFanoutPublish, scenarioScale, scenarioIdle}) {
 		t.Errorf("-qps=500 -scenarios=scale,all: %+v, %v", c, err)
 	}
 	for _, bad := range [][]string{{"-scenarios=nope"}, {"-extensions=0"}, {"-qps=0"}, {"-scale-instances=0"}, {"extra"}} {
@@ -340,5 +340,27 @@ func TestParallel(t *testing.T) {
 	})
 	if !errors.Is(err, boom) {
 		t.Errorf("err = %v, want boom", err)
+	}
+}
+
+func TestPublishTarget(t *testing.T) {
+	fanout := &Result{Name: scenarioFanout, Converged: true, Seconds: 2, FloorSeconds: 1.5}
+	for _, tc := range []struct {
+		name string
+		x, f *Result
+		want string
+	}{
+		{"within", &Result{Converged: true, Seconds: 2.1}, fanout, "1.05 PASS"},
+		{"slower", &Result{Converged: true, Seconds: 2.4}, fanout, "1.20 FAIL"},
+		{"no fanout row", &Result{Converged: true, Seconds: 2.4}, nil, "no fanout row n/a"},
+		{"did not converge", &Result{}, fanout, "did not converge FAIL"},
+		{"quick sizes", &Result{Converged: true, Seconds: 0.6}, &Result{Converged: true, Seconds: 0.5, FloorSeconds: 0.2}, "1.20 (floor < 1s) n/a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, pass := publishTarget(tc.x, tc.f)
+			if s := got + " " + (Target{Pass: pass}).verdict(); s != tc.want {
+				t.Errorf("publishTarget = %q, want %q", s, tc.want)
+			}
+		})
 	}
 }

@@ -33,6 +33,9 @@ type spread struct {
 	role       string // the template's ClusterRole
 	namespaces []string
 	instances  []string
+	// publication, when set, is every instance's spec.publication (one
+	// instance: the fanout-publish row).
+	publication *oriav1alpha1.Publication
 }
 
 func newSpread(name string, namespaces, instances int) *spread {
@@ -98,7 +101,8 @@ func (b *bench) setupSpread(ctx context.Context, r *Result, s *spread) error {
 }
 
 // convergeSpread creates the spread's ScopeInstances at once and measures
-// the time until all their RoleBindings exist. The observer goes on
+// the time until all their RoleBindings exist (and, with a publication,
+// until its ConfigMap lists every namespace). The observer goes on
 // watching the instances' RoleBindings.
 func (b *bench) convergeSpread(ctx context.Context, r *Result, s *spread) (*observer, error) {
 	b.logf("oria: creating %d ScopeInstance(s) %s; waiting for %d RoleBindings", len(s.instances), s.instances[0], s.bindings())
@@ -106,17 +110,26 @@ func (b *bench) convergeSpread(ctx context.Context, r *Result, s *spread) (*obse
 	if err != nil {
 		return nil, err
 	}
-	return obs, b.converge(ctx, r, obs, s.bindings(), func(ctx context.Context) error {
+	var pub *publicationWait
+	err = b.converge(ctx, r, obs, s.bindings(), func(ctx context.Context) error {
+		if s.publication != nil {
+			pub = b.startPublicationWait(ctx, s.publication, len(s.namespaces))
+		}
 		return parallel(ctx, setupWorkers, len(s.instances), func(ctx context.Context, i int) error {
 			return b.admin.Create(ctx, &oriav1alpha1.ScopeInstance{
 				ObjectMeta: metav1.ObjectMeta{Name: s.instances[i]},
 				Spec: oriav1alpha1.ScopeInstanceSpec{
 					ScopeTemplateName: s.name,
 					NamespaceSelector: &metav1.LabelSelector{MatchLabels: s.selector()},
+					Publication:       s.publication,
 				},
 			})
 		})
 	})
+	if pub != nil && err == nil && r.Converged {
+		pub.finish(r)
+	}
+	return obs, err
 }
 
 // fanout is scenario 2: one ScopeInstance selecting N namespaces, then M new

@@ -62,7 +62,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.extensions, "extensions", 200, "Scenario 1: number of ClusterExtensions (E).")
 	fs.IntVar(&c.crds, "crds-per-extension", 5, "Scenario 1: CRDs per extension (C); oria creates 4*E*C ClusterRoles.")
 	fs.IntVar(&c.schemaKB, "schema-kb", 100, "Size of each CRD's openAPI schema in KB.")
-	fs.IntVar(&c.namespaces, "namespaces", 2000, "Scenario 2: namespaces the ScopeInstance selects (N).")
+	fs.IntVar(&c.namespaces, "namespaces", 2000, "Scenarios fanout and fanout-publish: namespaces the ScopeInstance selects (N).")
 	fs.IntVar(&c.newNamespaces, "new-namespaces", 100, "Scenario 2: new namespaces created one by one after convergence (M).")
 	fs.IntVar(&c.idleSeconds, "idle-seconds", 120, "Idle scenario: seconds to count oria's writes with nothing changing (T).")
 	fs.IntVar(&c.scaleInstances, "scale-instances", 10, "Scenario scale: ScopeInstances (I), each selecting the same namespaces.")
@@ -73,7 +73,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.floorWorkers, "floor-workers", 32, "Parallel workers of the floor client.")
 	fs.BoolVar(&c.noFloor, "no-floor", false, "Skip the floor measurements.")
 	fs.BoolVar(&c.floorApply, "floor-apply", false, "The floor writes with server-side apply, as oria does, instead of create.")
-	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, scale, idle; all = extensions, fanout, idle.")
+	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, fanout-publish, scale, idle; all = extensions, fanout, fanout-publish, idle.")
 	quick := fs.Bool("quick", false, "Small sizes for a fast run: -extensions=20 -crds-per-extension=5 -namespaces=200 -new-namespaces=20 -idle-seconds=15 -scale-namespaces=500 (explicit flags win).")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "Bound on each wait: convergence, and the settling of the cluster before a timed phase.")
 	fs.BoolVar(&c.failOnTarget, "fail-on-target", false, "Exit non-zero when a target is missed (always non-zero when a scenario does not converge).")
@@ -136,7 +136,7 @@ func parseScenarios(value string) ([]string, error) {
 		case slices.ContainsFunc(scenarios, func(x scenario) bool { return x.name == s }):
 			want[s] = true
 		default:
-			return nil, fmt.Errorf("invalid -scenarios %q: unknown scenario %q (want extensions, fanout, scale, idle or all)", value, s)
+			return nil, fmt.Errorf("invalid -scenarios %q: unknown scenario %q (want extensions, fanout, fanout-publish, scale, idle or all)", value, s)
 		}
 	}
 	var out []string

@@ -15,6 +15,7 @@ const (
 	scenarioExtensions    = "extensions"
 	scenarioFanout        = "fanout"
 	scenarioNewNamespaces = "new-namespaces" // second half of fanout
+	scenarioFanoutPublish = "fanout-publish"
 	scenarioScale         = "scale"
 	scenarioIdle          = "idle"
 )
@@ -31,6 +32,7 @@ type scenario struct {
 var scenarios = []scenario{
 	{scenarioExtensions, (*bench).extensions, true},
 	{scenarioFanout, (*bench).fanout, true},
+	{scenarioFanoutPublish, (*bench).fanoutPublish, true},
 	{scenarioScale, (*bench).scale, false},
 	{scenarioIdle, (*bench).idle, true},
 }

@@ -28,6 +28,9 @@ const (
 	// scaleObjects RoleBindings up.
 	targetScaleRSSBytes = 200 << 20
 	scaleObjects        = 50000
+	// targetPublishRatio bounds the fan-out with a publication over the
+	// fan-out without one (issue 12).
+	targetPublishRatio = 1.1
 )
 
 // Target is one pass/fail line. Pass is nil when the target does not apply
@@ -65,11 +68,15 @@ func (r *Report) evaluate() {
 	add := func(name, want, got string, pass *bool) {
 		r.Targets = append(r.Targets, Target{Name: name, Want: want, Got: got, Pass: pass})
 	}
-	for _, name := range []string{scenarioExtensions, scenarioFanout, scenarioScale} {
+	for _, name := range []string{scenarioExtensions, scenarioFanout, scenarioFanoutPublish, scenarioScale} {
 		if x := r.result(name); x != nil {
 			got, pass := ratioTarget(x)
 			add(name+" convergence / floor (no client limit)", fmt.Sprintf("<= %.2f", targetRatio), got, pass)
 		}
+	}
+	if x, f := r.result(scenarioFanoutPublish), r.result(scenarioFanout); x != nil {
+		got, pass := publishTarget(x, f)
+		add("fanout-publish convergence / fanout convergence", fmt.Sprintf("<= %.2f", targetPublishRatio), got, pass)
 	}
 	if x := r.result(scenarioExtensions); x != nil {
 		got, pass := fmt.Sprint(x.Reads), ptr(x.Reads <= targetReads)
@@ -129,6 +136,21 @@ func ratioTarget(x *Result) (string, *bool) {
 		return fmt.Sprintf("%.2f (floor < %.0fs)", x.Ratio(), minFloorSeconds), nil
 	default:
 		return fmt.Sprintf("%.2f", x.Ratio()), ptr(x.Ratio() <= targetRatio)
+	}
+}
+
+// publishTarget evaluates the fan-out with a publication against the
+// fan-out without one (f, nil when it did not run).
+func publishTarget(x, f *Result) (string, *bool) {
+	switch {
+	case !x.Converged:
+		return "did not converge", ptr(false)
+	case f == nil || !f.Converged || f.Seconds == 0:
+		return "no fanout row", nil
+	case f.FloorSeconds > 0 && f.FloorSeconds < minFloorSeconds:
+		return fmt.Sprintf("%.2f (floor < %.0fs)", x.Seconds/f.Seconds, minFloorSeconds), nil
+	default:
+		return fmt.Sprintf("%.2f", x.Seconds/f.Seconds), ptr(x.Seconds/f.Seconds <= targetPublishRatio)
 	}
 }
 

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+)
+
+// fanoutPublish is the fan-out with a publication (issue 12): N namespaces,
+// as in fanout, selected by one ScopeInstance that also publishes them into
+// a ConfigMap in the first of them, with restart labels that match no
+// workload (the restart's reads are made, no rollout). Its time runs until
+// every RoleBinding exists and the ConfigMap lists every namespace; a
+// target compares it with the fanout row's.
+func (b *bench) fanoutPublish(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := newSpread("bench-fanpub", b.cfg.namespaces, 1)
+	s.publication = &oriav1alpha1.Publication{
+		ConfigMap:     oriav1alpha1.ConfigMapKeyReference{Namespace: s.namespaces[0], Name: s.name + "-scope"},
+		RestartLabels: map[string]string{labelSpread + "-restart": s.name},
+	}
+	r := &Result{Name: scenarioFanoutPublish, Objects: s.bindings()}
+	b.report.Results = append(b.report.Results, r)
+	if err := b.setupSpread(ctx, r, s); err != nil {
+		return err
+	}
+	_, err := b.convergeSpread(ctx, r, s)
+	return err
+}
+
+// publicationWait polls a publication's ConfigMap from the start of a
+// convergence until its key lists every namespace.
+type publicationWait struct {
+	t0   time.Time
+	done chan error
+	at   time.Time
+}
+
+func (b *bench) startPublicationWait(ctx context.Context, pub *oriav1alpha1.Publication, n int) *publicationWait {
+	w := &publicationWait{t0: time.Now(), done: make(chan error, 1)}
+	go func() {
+		at, err := b.waitPublished(ctx, pub, n)
+		w.at = at
+		w.done <- err
+	}()
+	return w
+}
+
+// finish extends r's convergence to the publication: the row converges
+// when the ConfigMap is complete too.
+func (w *publicationWait) finish(r *Result) {
+	if err := <-w.done; err != nil {
+		r.Converged, r.Error = false, err.Error()
+		return
+	}
+	r.Seconds = max(r.Seconds, w.at.Sub(w.t0).Seconds())
+}
+
+// waitPublished polls the publication's ConfigMap until its key lists n
+// namespaces, and returns when it first did.
+func (b *bench) waitPublished(ctx context.Context, pub *oriav1alpha1.Publication, n int) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.timeout)
+	defer cancel()
+	key := client.ObjectKey{Namespace: pub.ConfigMap.Namespace, Name: pub.ConfigMap.Name}
+	for {
+		cm := &corev1.ConfigMap{}
+		if err := b.admin.Get(ctx, key, cm); err == nil {
+			if v := cm.Data[pub.ConfigMap.KeyOrDefault()]; v != "" && strings.Count(v, ",")+1 == n {
+				return time.Now(), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("ConfigMap %s does not list the %d namespaces: %w", key, n, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
