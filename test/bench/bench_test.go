@@ -357,6 +357,12 @@ func TestPublishTarget(t *testing.T) {
 		{"quick sizes", &Result{Converged: true, Seconds: 0.6}, &Result{Converged: true, Seconds: 0.5, FloorSeconds: 0.2}, "1.20 (floor < 1s) n/a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "within" {
+				tc.x.BindingsSeconds, tc.x.FloorSeconds = 2, 1.5
+				if got, pass := publishOverhead(tc.x); got+" "+(Target{Pass: pass}).verdict() != "1.05 PASS" {
+					t.Errorf("publishOverhead = %s", got)
+				}
+			}
 			got, pass := publishTarget(tc.x, tc.f)
 			if s := got + " " + (Target{Pass: pass}).verdict(); s != tc.want {
 				t.Errorf("publishTarget = %q, want %q", s, tc.want)

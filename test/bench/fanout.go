@@ -127,7 +127,7 @@ func (b *bench) convergeSpread(ctx context.Context, r *Result, s *spread) (*obse
 		})
 	})
 	if pub != nil && err == nil && r.Converged {
-		pub.finish(r)
+		pub.finish(r, b.logf)
 	}
 	return obs, err
 }

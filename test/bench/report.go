@@ -69,6 +69,9 @@ type Result struct {
 	// FirstSeconds is the time until oria's first object arrived: how long
 	// oria takes to react, before its writes' throughput counts.
 	FirstSeconds float64 `json:"firstSeconds,omitempty"`
+	// BindingsSeconds (fanout-publish) is the time until the RoleBindings
+	// existed; Seconds runs on until the ConfigMap listed every namespace.
+	BindingsSeconds float64 `json:"bindingsSeconds,omitempty"`
 	// Latency is set for per-object latencies (new namespaces).
 	Latency *Latency `json:"latency,omitempty"`
 	// Writes are oria's write requests by verb during the scenario, Reads
