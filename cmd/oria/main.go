@@ -10,8 +10,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime/debug"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"k8s.io/client-go/rest"
