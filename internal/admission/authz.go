@@ -234,8 +234,7 @@ func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserIn
 				roles[g.Role] = cr
 			}
 			if cr == nil {
-				denials = append(denials, Denial{Verb: "bind", Grant: g, Absent: true})
-				if len(denials) >= orDefault(a.MaxDenials, DefaultMaxDenials) {
+				if denials = append(denials, Denial{Verb: "bind", Grant: g, Absent: true}); a.enough(denials) {
 					break
 				}
 				continue
@@ -247,13 +246,18 @@ func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserIn
 			return nil, err
 		}
 		if d != nil {
-			denials = append(denials, *d)
-			if len(denials) >= orDefault(a.MaxDenials, DefaultMaxDenials) {
+			if denials = append(denials, *d); a.enough(denials) {
 				break
 			}
 		}
 	}
 	return denials, nil
+}
+
+// enough reports whether a refusal names as many denials as it should
+// (MaxDenials): the rest would only lengthen the message.
+func (a *Authorizer) enough(denials []Denial) bool {
+	return len(denials) >= orDefault(a.MaxDenials, DefaultMaxDenials)
 }
 
 // bindableEverywhere returns the roles of grants bound in more than one
@@ -329,8 +333,7 @@ func (a *Authorizer) CheckEscalate(ctx context.Context, user authenticationv1.Us
 			return nil, err
 		}
 		if d != nil {
-			denials = append(denials, *d)
-			if len(denials) >= orDefault(a.MaxDenials, DefaultMaxDenials) {
+			if denials = append(denials, *d); a.enough(denials) {
 				break
 			}
 		}

@@ -265,7 +265,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, assets string, log
 	if err := WriteKubeconfig(user.Config(), kubeconfig); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return err
 	}
@@ -337,7 +337,8 @@ func healthy(hc *http.Client, url string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-func freePort() (int, error) {
+// FreePort returns a TCP port on 127.0.0.1 that nothing listens on now.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

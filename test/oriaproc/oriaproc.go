@@ -6,7 +6,6 @@ package oriaproc
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/operator-framework/oria/test/localcluster"
 )
 
 // Process is a running oria binary.
@@ -52,7 +53,7 @@ func Build(root, dir string) (string, error) {
 func Start(ctx context.Context, bin, kubeconfig, logPath string, args ...string) (*Process, error) {
 	var ports [3]int
 	for i := range ports {
-		port, err := freePort()
+		port, err := localcluster.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -136,13 +137,4 @@ func (p *Process) Stop() {
 		_ = p.Cmd.Process.Kill()
 		<-p.done
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
