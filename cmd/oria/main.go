@@ -90,7 +90,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.SetOutput(out)
 	var mode string
 	fs.StringVar(&mode, "default-rbac-mode", string(oriav1alpha1.RBACModeUnmanaged),
-		fmt.Sprintf("RBAC mode for ClusterExtensions without the %s annotation: %s", oriav1alpha1.AnnotationRBACMode, modeList()))
+		fmt.Sprintf("RBAC mode for ClusterExtensions without the %s annotation: %s", oriav1alpha1.AnnotationRBACMode, oriav1alpha1.RBACModeNames()))
 	fs.Float64Var(&cfg.qps, "kube-api-qps", manager.DefaultKubeAPIQPS,
 		"Client-side limit of queries per second to the Kubernetes API; -1 (the default) means no client-side limit: "+
 			"the API server's Priority and Fairness and oria's bounded worker pools limit the load.")
@@ -119,7 +119,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	m, ok := oriav1alpha1.ParseRBACMode(mode)
 	if !ok {
-		return nil, fmt.Errorf("invalid --default-rbac-mode %q: must be one of %s", mode, modeList())
+		return nil, fmt.Errorf("invalid --default-rbac-mode %q: must be one of %s", mode, oriav1alpha1.RBACModeNames())
 	}
 	cfg.opts.DefaultRBACMode = m
 	switch {
@@ -158,14 +158,6 @@ func loopbackOrOff(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-func modeList() string {
-	s := make([]string, len(oriav1alpha1.RBACModes))
-	for i, m := range oriav1alpha1.RBACModes {
-		s[i] = string(m)
-	}
-	return strings.Join(s, ", ")
 }
 
 func run(cfg *config) error {

@@ -131,11 +131,6 @@ func (m *Memo) remember(kind string, key types.NamespacedName, obj client.Object
 	m.entries[memoKey{kind, key}] = memoEntry{obj: obj, at: m.now()}
 }
 
-// Forget drops what the Memo knows of the object of kind at key, so that
-// the next Ensure looks again (after oria changed it, or when the caller
-// knows it changed).
-func (m *Memo) Forget(kind string, key types.NamespacedName) { m.forget(kind, key) }
-
 func (m *Memo) forget(kind string, key types.NamespacedName) {
 	if m == nil {
 		return
