@@ -228,4 +228,16 @@ func TestEnsureExpectsWhatItCreated(t *testing.T) {
 	s = ensure(map[types.NamespacedName]*rbacv1.ClusterRole{engine.Key(want): live})
 	assert.Zero(t, s.Expected)
 	assert.Zero(t, s.Recheck())
+	assert.Zero(t, memo.Expectations())
+
+	// An expectation nobody asks about again expires with the next create
+	// after the TTL instead of staying for the life of the process.
+	require.NoError(t, cl.Delete(ctx, live))
+	require.Equal(t, 1, ensure(nil).Count[engine.Created])
+	require.Equal(t, 1, memo.Expectations())
+	now = now.Add(engine.ExpectationTTL)
+	other := want.DeepCopy()
+	other.Name += "-other"
+	engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{other}, nil)
+	assert.Equal(t, 1, memo.Expectations(), "the expired expectation is gone, the new one kept")
 }

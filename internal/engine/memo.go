@@ -33,6 +33,8 @@ type Memo struct {
 	// reconcile that runs before the cache catches up does not create them
 	// again (a 409 and a read each, thousands in a large fan-out).
 	created map[memoKey]time.Time
+	// swept is when created was last cleared of expired expectations.
+	swept time.Time
 }
 
 // ExpectationTTL bounds how long an object the engine created is assumed
@@ -51,10 +53,21 @@ func (m *Memo) expectCreated(kind string, key types.NamespacedName) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	now := m.now()
 	if m.created == nil {
 		m.created = map[memoKey]time.Time{}
 	}
-	m.created[memoKey{kind, key}] = m.now()
+	// Expectations nobody asks about again (the object was deleted before
+	// the cache saw it, its owner went) expire here, once per TTL.
+	if now.Sub(m.swept) >= ExpectationTTL {
+		for k, at := range m.created {
+			if now.Sub(at) >= ExpectationTTL {
+				delete(m.created, k)
+			}
+		}
+		m.swept = now
+	}
+	m.created[memoKey{kind, key}] = now
 }
 
 // expected reports whether the engine created the object less than
@@ -67,7 +80,7 @@ func (m *Memo) expected(kind string, key types.NamespacedName) bool {
 	defer m.mu.Unlock()
 	at, ok := m.created[memoKey{kind, key}]
 	if ok && m.now().Sub(at) >= ExpectationTTL {
-		delete(m.created, memoKey{kind, key})
+		m.dropExpectation(memoKey{kind, key})
 		return false
 	}
 	return ok
@@ -80,7 +93,27 @@ func (m *Memo) observed(kind string, key types.NamespacedName) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.created, memoKey{kind, key})
+	m.dropExpectation(memoKey{kind, key})
+}
+
+// dropExpectation deletes an expectation; an emptied map is dropped, as Go
+// maps never shrink: after a 50,000-binding fan-out it would keep its
+// buckets (6 MB) for the life of the process.
+func (m *Memo) dropExpectation(k memoKey) {
+	delete(m.created, k)
+	if len(m.created) == 0 {
+		m.created = nil
+	}
+}
+
+// Expectations returns the number of objects created and not seen yet.
+func (m *Memo) Expectations() int {
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.created)
 }
 
 type memoKey struct {

@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"sync"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
 
 // Cache indexes shared by the ScopeTemplate and ScopeInstance controllers
-// (and the admission guard, which asks the same questions).
+// (and the admission guard, which asks the same questions). The bindings of
+// an instance have an index of their own (IndexInstanceBindings).
 const (
 	// IndexScopeTemplateName indexes ScopeInstances by
 	// spec.scopeTemplateName: the instances of a template.
@@ -24,10 +24,6 @@ const (
 	// IndexNamespaces indexes ScopeInstances by each of spec.namespaces: the
 	// instances that list a namespace.
 	IndexNamespaces = "spec.namespaces"
-	// IndexScopeInstance indexes RoleBindings and ClusterRoleBindings by the
-	// value of their scope-instance label, so that listing one instance's
-	// bindings does not scan every binding oria made.
-	IndexScopeInstance = "oria.scopeInstance"
 )
 
 // indexed remembers the indexers SetupIndexes has run on: both controllers
@@ -38,12 +34,6 @@ var indexed sync.Map
 // once; later calls with the same indexer do nothing.
 func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	if _, done := indexed.LoadOrStore(indexer, true); done {
-		return nil
-	}
-	byInstanceLabel := func(o client.Object) []string {
-		if v, ok := o.GetLabels()[oriav1alpha1.LabelScopeInstance]; ok {
-			return []string{v}
-		}
 		return nil
 	}
 	for _, ix := range []struct {
@@ -66,8 +56,6 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		{&oriav1alpha1.ScopeInstance{}, IndexNamespaces, func(o client.Object) []string {
 			return o.(*oriav1alpha1.ScopeInstance).Spec.Namespaces
 		}},
-		{&rbacv1.RoleBinding{}, IndexScopeInstance, byInstanceLabel},
-		{&rbacv1.ClusterRoleBinding{}, IndexScopeInstance, byInstanceLabel},
 	} {
 		if err := indexer.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
 			indexed.Delete(indexer)

@@ -166,15 +166,17 @@ func NamespaceMetadata() *metav1.PartialObjectMetadata {
 //   - ConfigMaps are cached only when oria publishes into them (a
 //     ScopeInstance's spec.publication; LabelPublished): the rest of the
 //     cluster's ConfigMaps never reach oria's memory;
-//   - managedFields are dropped from every cached object.
+//   - managedFields are dropped from every cached object, and bindings
+//     share their repeating parts (LeanBindings).
 func CacheOptions() cache.Options {
 	managed := cache.ByObject{Label: ManagedSelector()}
+	bindings := cache.ByObject{Label: ManagedSelector(), Transform: LeanBindings()}
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&rbacv1.ClusterRole{}:        managed,
-			&rbacv1.ClusterRoleBinding{}: managed,
-			&rbacv1.RoleBinding{}:        managed,
+			&rbacv1.ClusterRoleBinding{}: bindings,
+			&rbacv1.RoleBinding{}:        bindings,
 			&corev1.ConfigMap{}:          {Label: PublishedSelector()},
 			CRDMetadata(): {Label: labels.SelectorFromSet(labels.Set{
 				oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension,

@@ -54,7 +54,7 @@ func (b *bench) extensions(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("creating ClusterExtensions: %w", err)
 	}
-	if err := b.waitQuiet(ctx, "after creating CRDs"); err != nil {
+	if err := b.settle(ctx, "after creating CRDs"); err != nil {
 		return err
 	}
 

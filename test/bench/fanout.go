@@ -88,7 +88,7 @@ func (b *bench) setupSpread(ctx context.Context, r *Result, s *spread) error {
 	if err := b.admin.Create(ctx, tmpl); err != nil {
 		return fmt.Errorf("creating ScopeTemplate: %w", err)
 	}
-	if err := b.waitQuiet(ctx, "after creating namespaces"); err != nil {
+	if err := b.settle(ctx, "after creating namespaces"); err != nil {
 		return err
 	}
 	return b.measureFloors(ctx, r, func(ctx context.Context, f *floor) (time.Duration, error) {

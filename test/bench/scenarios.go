@@ -52,8 +52,11 @@ type bench struct {
 	oria   *oriaProcess
 	mem    *sampler
 	cpPIDs []int // etcd and kube-apiserver
-	report *Report
-	logf   func(format string, args ...any)
+	// apiserver collects the API server's garbage before timed phases
+	// and profiles it (-profile).
+	apiserver *apiserver
+	report    *Report
+	logf      func(format string, args ...any)
 }
 
 // span is an open measurement window over oria's process.
@@ -75,6 +78,8 @@ func (b *bench) begin(ctx context.Context, name string) (*span, error) {
 	}
 	b.mem.begin()
 	b.oria.startCPUProfile(ctx, name)
+	b.apiserver.snapshot(ctx, name+"-begin")
+	b.apiserver.startCPUProfile(ctx, name)
 	return &span{start: time.Now(), cpu: cpu, cpCPU: b.controlPlaneCPU(), requests: req, name: name}, nil
 }
 
@@ -88,6 +93,7 @@ func (b *bench) end(ctx context.Context, s *span, r *Result) error {
 	}
 	r.CPUSeconds = cpu - s.cpu
 	r.ControlPlaneCPUSeconds = b.controlPlaneCPU() - s.cpCPU
+	b.apiserver.snapshot(ctx, s.name+"-end")
 	req, err := b.oria.metrics.requests(ctx)
 	if err != nil {
 		return err
@@ -107,6 +113,15 @@ func (b *bench) controlPlaneCPU() float64 {
 		}
 	}
 	return t
+}
+
+// settle prepares a timed phase: it collects the API server's garbage (see
+// apiserver), then waits until the cluster is quiet (waitQuiet).
+func (b *bench) settle(ctx context.Context, what string) error {
+	if _, err := b.apiserver.collectGarbage(ctx); err != nil {
+		b.warn("collecting the API server's garbage %s: %v", what, err)
+	}
+	return b.waitQuiet(ctx, what)
 }
 
 // waitQuiet waits until oria has no queued work and makes no writes, and
@@ -186,6 +201,8 @@ func (b *bench) converge(ctx context.Context, r *Result, obs *observer, n int, s
 func (b *bench) measureFloors(ctx context.Context, r *Result, create func(context.Context, *floor) (time.Duration, error), clean func(context.Context) error) error {
 	for _, f := range b.floors {
 		b.logf("floor (%s): creating %d objects", f.name, r.Objects)
+		b.apiserver.snapshot(ctx, "floor-"+r.Name+"-begin")
+		b.apiserver.startCPUProfile(ctx, "floor-"+r.Name)
 		cp := b.controlPlaneCPU()
 		d, err := create(ctx, f)
 		if err != nil {
@@ -196,10 +213,11 @@ func (b *bench) measureFloors(ctx context.Context, r *Result, create func(contex
 		} else {
 			r.FloorSeconds, r.FloorControlPlaneCPUSeconds = d.Seconds(), b.controlPlaneCPU()-cp
 		}
+		b.apiserver.snapshot(ctx, "floor-"+r.Name+"-end")
 		if err := clean(ctx); err != nil {
 			return fmt.Errorf("deleting the floor's objects: %w", err)
 		}
-		if err := b.waitQuiet(ctx, "after the floor"); err != nil {
+		if err := b.settle(ctx, "after the floor"); err != nil {
 			return err
 		}
 	}
@@ -210,7 +228,7 @@ func (b *bench) measureFloors(ctx context.Context, r *Result, create func(contex
 func (b *bench) idle(ctx context.Context) error {
 	r := &Result{Name: scenarioIdle}
 	b.report.Results = append(b.report.Results, r)
-	if err := b.waitQuiet(ctx, "before idle"); err != nil {
+	if err := b.settle(ctx, "before idle"); err != nil {
 		return err
 	}
 	b.logf("idle: counting oria's writes for %ds", b.cfg.idleSeconds)

@@ -95,6 +95,8 @@ func TestOriaMetrics(t *testing.T) {
 		m := scrape(c)
 		assert.GreaterOrEqual(c, m[latency]-observed, 1.0, "the new namespace's binding latency was observed")
 		assert.Equal(c, instancesWithReason(c, oriav1alpha1.ReasonNamespaceNotFound), m[notFound])
+		// Counted from the informer's store, not a list (see storeSize).
+		assert.Equal(c, managedRoleBindings(c), m[`oria_managed_objects{kind="RoleBinding"}`])
 	}, time.Minute, 200*time.Millisecond)
 }
 
@@ -174,6 +176,12 @@ func withReason[T any](items []T, conditions func(T) []metav1.Condition, condTyp
 
 func managedClusterRoles(c assert.TestingT) float64 {
 	var list rbacv1.ClusterRoleList
+	assert.NoError(c, k8sClient.List(context.Background(), &list, client.MatchingLabels{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}))
+	return float64(len(list.Items))
+}
+
+func managedRoleBindings(c assert.TestingT) float64 {
+	var list rbacv1.RoleBindingList
 	assert.NoError(c, k8sClient.List(context.Background(), &list, client.MatchingLabels{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}))
 	return float64(len(list.Items))
 }

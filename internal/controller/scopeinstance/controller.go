@@ -128,6 +128,9 @@ type Reconciler struct {
 	Impersonators *Impersonators
 	// Timing: see Options.
 	Timing publish.Timing
+	// Bindings looks up an instance's cached bindings by index; nil lists
+	// them through Client by label.
+	Bindings *manager.InstanceBindings
 }
 
 // SetupWithManager registers the controller (and the shared binding
@@ -136,7 +139,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	bindings, err := manager.NewInstanceBindings(context.Background(), mgr.GetCache())
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{
+		Bindings:  bindings,
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(RecorderName),

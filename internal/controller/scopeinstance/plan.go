@@ -3,6 +3,7 @@ package scopeinstance
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -13,7 +14,6 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
-	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/publish"
@@ -174,30 +174,48 @@ func (r *Reconciler) namespaces(ctx context.Context) ([]binding.Namespace, error
 	return out, nil
 }
 
-// existingBindings returns the cached bindings of the named instance.
+// existingBindings returns the cached bindings of the named instance. They
+// are the cache's own objects, read-only: the engine copies an object before
+// it changes it (5,000 bindings per reconcile at scale, never copied).
 func (r *Reconciler) existingBindings(ctx context.Context, instance string) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
-	// Read-only: the engine copies an object before changing it, so the
-	// cache's objects need no deep copy (5,000 per reconcile at scale).
-	sel := []client.ListOption{client.MatchingFields{manager.IndexScopeInstance: names.LabelValue(instance)}, client.UnsafeDisableDeepCopy}
+	value := names.LabelValue(instance)
+	var rbs []*rbacv1.RoleBinding
+	var crbs []*rbacv1.ClusterRoleBinding
+	var err error
+	if r.Bindings != nil {
+		rbs, crbs, err = r.Bindings.List(value)
+	} else {
+		rbs, crbs, err = listBindings(ctx, r.Client, value)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing the bindings of ScopeInstance %q: %w", instance, err)
+	}
+	notOthers := func(o client.Object) bool {
+		return !ownership.NotControlledByOther(o, ownership.KindScopeInstance, instance)
+	}
+	return slices.DeleteFunc(rbs, func(b *rbacv1.RoleBinding) bool { return notOthers(b) }),
+		slices.DeleteFunc(crbs, func(b *rbacv1.ClusterRoleBinding) bool { return notOthers(b) }), nil
+}
+
+// listBindings lists the bindings labelled for an instance through c, for a
+// Reconciler without Bindings (tests around a wrapped client).
+func listBindings(ctx context.Context, c client.Reader, value string) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
+	sel := []client.ListOption{client.MatchingLabels{oriav1alpha1.LabelScopeInstance: value}, client.UnsafeDisableDeepCopy}
 	var rbl rbacv1.RoleBindingList
-	if err := r.Client.List(ctx, &rbl, sel...); err != nil {
-		return nil, nil, fmt.Errorf("listing the RoleBindings of ScopeInstance %q: %w", instance, err)
+	if err := c.List(ctx, &rbl, sel...); err != nil {
+		return nil, nil, err
 	}
 	var crbl rbacv1.ClusterRoleBindingList
-	if err := r.Client.List(ctx, &crbl, sel...); err != nil {
-		return nil, nil, fmt.Errorf("listing the ClusterRoleBindings of ScopeInstance %q: %w", instance, err)
+	if err := c.List(ctx, &crbl, sel...); err != nil {
+		return nil, nil, err
 	}
-	var rbs []*rbacv1.RoleBinding
+	rbs := make([]*rbacv1.RoleBinding, len(rbl.Items))
 	for i := range rbl.Items {
-		if ownership.NotControlledByOther(&rbl.Items[i], ownership.KindScopeInstance, instance) {
-			rbs = append(rbs, &rbl.Items[i])
-		}
+		rbs[i] = &rbl.Items[i]
 	}
-	var crbs []*rbacv1.ClusterRoleBinding
+	crbs := make([]*rbacv1.ClusterRoleBinding, len(crbl.Items))
 	for i := range crbl.Items {
-		if ownership.NotControlledByOther(&crbl.Items[i], ownership.KindScopeInstance, instance) {
-			crbs = append(crbs, &crbl.Items[i])
-		}
+		crbs[i] = &crbl.Items[i]
 	}
 	return rbs, crbs, nil
 }

@@ -1,0 +1,107 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+)
+
+// IndexInstanceBindings indexes the cached RoleBindings and
+// ClusterRoleBindings by the value of their scope-instance label.
+//
+// It is an index of the informers themselves, not a field index of the
+// client: controller-runtime's field indexes also key every namespaced
+// object by namespace and value, which at 10 instances x 5,000 namespaces
+// is 50,000 one-element sets (about 20 MB) that oria never asks for. Here
+// an instance is one key, whatever the number of namespaces, and a lookup
+// returns the cached objects without building a list.
+const IndexInstanceBindings = "oria.operatorframework.io/scope-instance"
+
+// instanceBindings holds the lookup of every cache indexed so far.
+var instanceBindings sync.Map
+
+// InstanceBindings looks up the cached bindings of a ScopeInstance.
+type InstanceBindings struct {
+	rbs, crbs toolscache.Indexer
+}
+
+// NewInstanceBindings registers IndexInstanceBindings on c's RoleBinding
+// and ClusterRoleBinding informers (once per cache: a second call returns
+// the same lookup).
+func NewInstanceBindings(ctx context.Context, c cache.Informers) (*InstanceBindings, error) {
+	if b, ok := instanceBindings.Load(c); ok {
+		return b.(*InstanceBindings), nil
+	}
+	rbs, err := instanceIndexer(ctx, c, &rbacv1.RoleBinding{})
+	if err != nil {
+		return nil, err
+	}
+	crbs, err := instanceIndexer(ctx, c, &rbacv1.ClusterRoleBinding{})
+	if err != nil {
+		return nil, err
+	}
+	b, _ := instanceBindings.LoadOrStore(c, &InstanceBindings{rbs: rbs, crbs: crbs})
+	return b.(*InstanceBindings), nil
+}
+
+func instanceIndexer(ctx context.Context, c cache.Informers, obj client.Object) (toolscache.Indexer, error) {
+	inf, err := c.GetInformer(ctx, obj)
+	if err != nil {
+		return nil, fmt.Errorf("getting the %T informer: %w", obj, err)
+	}
+	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, fmt.Errorf("the %T informer (%T) has no indexer", obj, inf)
+	}
+	if err := inf.AddIndexers(toolscache.Indexers{IndexInstanceBindings: byInstanceLabel}); err != nil {
+		return nil, fmt.Errorf("indexing %T by %s: %w", obj, IndexInstanceBindings, err)
+	}
+	return indexed.GetIndexer(), nil
+}
+
+func byInstanceLabel(obj any) ([]string, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return nil, nil
+	}
+	if v, ok := o.GetLabels()[oriav1alpha1.LabelScopeInstance]; ok {
+		return []string{v}, nil
+	}
+	return nil, nil
+}
+
+// List returns the cached bindings labelled with the scope-instance label
+// value (names.LabelValue of the instance's name). The objects are the
+// cache's own: read them, never change them (copy first).
+func (b *InstanceBindings) List(value string) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
+	rbs, err := byIndex[*rbacv1.RoleBinding](b.rbs, value)
+	if err != nil {
+		return nil, nil, err
+	}
+	crbs, err := byIndex[*rbacv1.ClusterRoleBinding](b.crbs, value)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rbs, crbs, nil
+}
+
+func byIndex[T client.Object](ix toolscache.Indexer, value string) ([]T, error) {
+	objs, err := ix.ByIndex(IndexInstanceBindings, value)
+	if err != nil {
+		return nil, fmt.Errorf("looking up %s=%s: %w", IndexInstanceBindings, value, err)
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}

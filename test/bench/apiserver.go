@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// apiserver reaches the kube-apiserver's /debug/pprof (on by default, for
+// cluster-admin): to collect its garbage before a timed phase, and, with
+// -profile, to profile its CPU and allocations during the phases, floors
+// included.
+//
+// Collecting garbage first matters when the API server's heap is large (1,000
+// CRDs with 100 KB schemas make it gigabytes): a collection then costs it
+// seconds of CPU, and whichever phase the collection falls into pays for the
+// allocations of the phases before it (the floor, and the deletion of its
+// objects, run just before oria's phase). After a collection at its start,
+// a phase pays only for the collections its own allocations cause.
+type apiserver struct {
+	cs      kubernetes.Interface
+	profile bool
+	dir     string
+	seconds int
+	busy    chan struct{} // one CPU profile at a time
+}
+
+func newAPIServer(cfg *rest.Config, profile bool, dir string, seconds int) (*apiserver, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &apiserver{cs: cs, profile: profile, dir: dir, seconds: seconds, busy: make(chan struct{}, 1)}, nil
+}
+
+// collectGarbage runs a garbage collection in the API server and returns
+// its heap profile, which then holds every allocation up to now (the
+// difference of two of them, go tool pprof -base, is what the time between
+// allocated).
+func (a *apiserver) collectGarbage(ctx context.Context) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return a.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(ctx)
+}
+
+// snapshot saves the API server's allocations up to now (with -profile)
+// into apiserver-<name>-heap.pb.gz.
+func (a *apiserver) snapshot(ctx context.Context, name string) {
+	if !a.profile {
+		return
+	}
+	if data, err := a.collectGarbage(ctx); err == nil {
+		a.save(name+"-heap", data)
+	}
+}
+
+// startCPUProfile profiles the next a.seconds in the background into
+// apiserver-<name>-cpu.pb.gz (with -profile; skipped while another runs).
+func (a *apiserver) startCPUProfile(ctx context.Context, name string) {
+	if !a.profile {
+		return
+	}
+	select {
+	case a.busy <- struct{}{}:
+	default:
+		return
+	}
+	go func() {
+		defer func() { <-a.busy }()
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(a.seconds+30)*time.Second)
+		defer cancel()
+		data, err := a.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(a.seconds)).Timeout(time.Duration(a.seconds+20) * time.Second).DoRaw(ctx)
+		if err == nil {
+			a.save(name+"-cpu", data)
+		}
+	}()
+}
+
+func (a *apiserver) save(name string, data []byte) {
+	if err := os.MkdirAll(a.dir, 0o755); err == nil {
+		_ = os.WriteFile(filepath.Join(a.dir, "apiserver-"+name+".pb.gz"), data, 0o644)
+	}
+}
