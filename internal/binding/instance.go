@@ -123,14 +123,25 @@ func RoleBindings(inst *oriav1alpha1.ScopeInstance, template string, roles []str
 	// a 5,000-namespace fan-out would otherwise allocate 5,000 of each.
 	owners := []metav1.OwnerReference{ownership.Ref(ownership.KindScopeInstance, inst.Name, inst.UID)}
 	lbls := ownership.InstanceLabels(inst.Name, template)
+	// Binding names are the same in every namespace, and so are the
+	// subjects unless a ServiceAccount takes the namespace of its binding.
+	bindingNames := make([]string, len(roles))
+	for i, role := range roles {
+		bindingNames[i] = BindingName(inst.Name, role)
+	}
+	shared := subjects.Normalize(subj, "")
+	perNamespace := subjects.DependOnNamespace(subj)
 	out := make([]*rbacv1.RoleBinding, 0, len(roles)*len(namespaces))
 	for _, ns := range namespaces {
-		nsSubj := subjects.Normalize(subj, ns)
-		for _, role := range roles {
+		nsSubj := shared
+		if perNamespace {
+			nsSubj = subjects.Normalize(subj, ns)
+		}
+		for i, role := range roles {
 			out = append(out, &rbacv1.RoleBinding{
 				TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
 				ObjectMeta: metav1.ObjectMeta{
-					Name:            BindingName(inst.Name, role),
+					Name:            bindingNames[i],
 					Namespace:       ns,
 					Labels:          lbls,
 					OwnerReferences: owners,

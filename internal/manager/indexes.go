@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -21,6 +22,11 @@ const (
 	// ClusterRoles they reference: the templates to look at again when one
 	// of those roles appears or goes.
 	IndexScopeTemplateRole = "spec.clusterRoles.name"
+	// IndexExtensionRoles indexes oria's ClusterRoles by the value of their
+	// extension label: the roles generated for an extension, without
+	// matching the labels of every cached role (4,000 for 200 extensions,
+	// a quarter of oria's CPU in the benchmark's mode switch).
+	IndexExtensionRoles = "oria.extensionRoles"
 	// IndexNamespaces indexes ScopeInstances by each of spec.namespaces: the
 	// instances that list a namespace.
 	IndexNamespaces = "spec.namespaces"
@@ -55,6 +61,12 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		}},
 		{&oriav1alpha1.ScopeInstance{}, IndexNamespaces, func(o client.Object) []string {
 			return o.(*oriav1alpha1.ScopeInstance).Spec.Namespaces
+		}},
+		{&rbacv1.ClusterRole{}, IndexExtensionRoles, func(o client.Object) []string {
+			if v, ok := o.GetLabels()[oriav1alpha1.LabelExtension]; ok {
+				return []string{v}
+			}
+			return nil
 		}},
 	} {
 		if err := indexer.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {

@@ -49,9 +49,9 @@ const LeaderElectionID = "oria.operatorframework.io"
 //     controller's backoff;
 //   - oria's concurrency is bounded by its worker pools: at most
 //     MaxConcurrentReconciles reconciles per controller, each with a bounded
-//     write pool (ClusterExtension 16, ScopeTemplate and ScopeInstance
+//     write pool (ClusterExtension, ScopeTemplate and ScopeInstance
 //     engine.DefaultWorkers = 64, RBACPolicy 1), so at most
-//     MaxConcurrentReconciles x 145 requests in flight (1,160 with the
+//     MaxConcurrentReconciles x 193 requests in flight (1,544 with the
 //     default 8 workers), besides watches, Events, leader election and
 //     the escalation guard's SubjectAccessReviews (8 per admission request).
 //

@@ -115,7 +115,13 @@ func IsControlledBy(refs []metav1.OwnerReference, ref metav1.OwnerReference) boo
 // ControllerName returns the name of the oria object of kind that controls
 // an object with these ownerReferences, or "" when none does.
 func ControllerName(refs []metav1.OwnerReference, kind string) string {
-	if c := controller(refs); c != nil && c.Kind == kind && strings.HasPrefix(c.APIVersion, oriav1alpha1.GroupVersion.Group+"/") {
+	return ControllerOf(refs, oriav1alpha1.GroupVersion.Group, kind)
+}
+
+// ControllerOf returns the name of the object of kind in API group that
+// controls an object with these ownerReferences, or "" when none does.
+func ControllerOf(refs []metav1.OwnerReference, group, kind string) string {
+	if c := controller(refs); c != nil && c.Kind == kind && strings.HasPrefix(c.APIVersion, group+"/") {
 		return c.Name
 	}
 	return ""

@@ -39,6 +39,17 @@ func Normalize(in []rbacv1.Subject, namespace string) []rbacv1.Subject {
 	return out
 }
 
+// DependOnNamespace reports whether Normalize's result depends on the
+// namespace: a ServiceAccount without one takes the binding's.
+func DependOnNamespace(in []rbacv1.Subject) bool {
+	for _, s := range in {
+		if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // Validate returns a message for every subject a binding cannot name,
 // mirroring the API server's checks, each prefixed with its field path
 // (path is the path of the list, e.g. "spec.subjects"): the kind must be

@@ -39,7 +39,7 @@ type config struct {
 	// them as flags (else it runs with its defaults, which they equal).
 	qps                                        float64
 	burst, floorWorkers, schemaKB              int
-	apiserverProfileSeconds                    int
+	profileSeconds                             int
 	oriaLimit                                  bool
 	scenarios                                  []string
 	timeout                                    time.Duration
@@ -78,8 +78,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	quick := fs.Bool("quick", false, "Small sizes for a fast run: -extensions=20 -crds-per-extension=5 -namespaces=200 -new-namespaces=20 -idle-seconds=15 -scale-namespaces=500 (explicit flags win).")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "Bound on each wait: convergence, and the settling of the cluster before a timed phase.")
 	fs.BoolVar(&c.failOnTarget, "fail-on-target", false, "Exit non-zero when a target is missed (always non-zero when a scenario does not converge).")
-	fs.BoolVar(&c.profile, "profile", false, "Save oria's CPU (first 30 s) and heap profiles of each scenario, and the kube-apiserver's CPU profile of each timed phase (floors included), under the output folder.")
-	fs.IntVar(&c.apiserverProfileSeconds, "apiserver-profile-seconds", 5, "Length of the kube-apiserver's CPU profiles (-profile).")
+	fs.BoolVar(&c.profile, "profile", false, "Save oria's CPU and heap profiles of each scenario, and the kube-apiserver's CPU and heap profiles of each timed phase (floors included), under the output folder.")
+	fs.IntVar(&c.profileSeconds, "profile-seconds", 10, "Length of the CPU profiles (-profile), from the start of each timed phase.")
 	fs.StringVar(&c.oriaBin, "oria", filepath.Join(root, "bin", "oria"), "The oria binary (make build).")
 	fs.StringVar(&c.outDir, "out", filepath.Join(root, ".bench"), "Output folder for results, oria's log and profiles.")
 	oriaArgs := fs.String("oria-args", "", "Extra space-separated flags for oria, e.g. --max-concurrent-reconciles=8.")
@@ -259,7 +259,7 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 		mem:    newSampler(ctx, oria.Pid(), 100*time.Millisecond),
 		cpPIDs: childPIDs("etcd", "kube-apiserver"),
 	}
-	if b.apiserver, err = newAPIServer(cluster.Config, cfg.profile, filepath.Join(cfg.outDir, "profiles"), cfg.apiserverProfileSeconds); err != nil {
+	if b.apiserver, err = newAPIServer(cluster.Config, cfg.profile, filepath.Join(cfg.outDir, "profiles"), cfg.profileSeconds); err != nil {
 		return err
 	}
 	if !cfg.noFloor {

@@ -19,6 +19,7 @@ type oriaProcess struct {
 	metrics   metrics
 	outDir    string
 	profile   bool
+	seconds   int           // length of a CPU profile
 	profiling chan struct{} // one CPU profile at a time
 }
 
@@ -32,11 +33,12 @@ func startOria(ctx context.Context, cfg *config, kubeconfig, logPath string, arg
 		metrics:   metrics{url: proc.MetricsURL, client: &http.Client{Timeout: 10 * time.Second}},
 		outDir:    cfg.outDir,
 		profile:   cfg.profile,
+		seconds:   cfg.profileSeconds,
 		profiling: make(chan struct{}, 1),
 	}, nil
 }
 
-// startCPUProfile saves a 30 s CPU profile of the scenario in the
+// startCPUProfile saves a -profile-seconds CPU profile of the scenario in the
 // background (with -profile; skipped while another one runs).
 func (p *oriaProcess) startCPUProfile(ctx context.Context, name string) {
 	if !p.profile {
@@ -49,7 +51,7 @@ func (p *oriaProcess) startCPUProfile(ctx context.Context, name string) {
 	}
 	go func() {
 		defer func() { <-p.profiling }()
-		_ = p.saveProfile(ctx, "profile?seconds=30", name+"-cpu.pb.gz", 45*time.Second)
+		_ = p.saveProfile(ctx, fmt.Sprintf("profile?seconds=%d", p.seconds), name+"-cpu.pb.gz", time.Duration(p.seconds+15)*time.Second)
 	}()
 }
 

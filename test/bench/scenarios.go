@@ -183,6 +183,7 @@ func (b *bench) converge(ctx context.Context, r *Result, obs *observer, n int, s
 	if err := start(ctx); err != nil {
 		return err
 	}
+	b.logf("%s: the trigger's requests took %s", r.Name, time.Since(t0).Round(time.Millisecond))
 	first, last, err := obs.waitCount(ctx, n, b.cfg.timeout)
 	if err != nil {
 		r.Error = err.Error()

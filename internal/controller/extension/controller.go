@@ -50,8 +50,10 @@ const (
 // not in oria's cache: nothing tells oria when one goes away.
 const DefaultRecheckInterval = time.Minute
 
-// writeWorkers bounds the parallel writes of one reconcile.
-const writeWorkers = 16
+// writeWorkers bounds the parallel writes of one reconcile: the roles of an
+// extension with up to 16 APIs go out at once (with 16, a 5-API extension's
+// 20 roles took two round trips, and the reconcile as long).
+const writeWorkers = engine.DefaultWorkers
 
 // memo remembers conflicting ClusterRoles for every Reconciler of this
 // process (see engine.Memo).
@@ -101,6 +103,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if _, ok := oriav1alpha1.ParseRBACMode(string(opts.DefaultMode)); !ok {
 		return fmt.Errorf("invalid default RBAC mode %q", opts.DefaultMode)
 	}
+	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	bundleCache, err := cache.New(mgr.GetConfig(), manager.BundleRoleCacheOptions(cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
 	}))
@@ -129,7 +134,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		For(&ocv1.ClusterExtension{}, builder.WithPredicates(manager.ExtensionChanged())).
 		// Generated roles are controlled by their extension: a deleted or
 		// edited role brings its extension back for repair.
-		Owns(&rbacv1.ClusterRole{}).
+		Watches(&rbacv1.ClusterRole{}, manager.EnqueueController(ocv1.GroupVersion.Group, ocv1.ClusterExtensionKind)).
 		// An upgrade adds or removes CRDs, and bundle-provided roles: each
 		// belongs to the extension its owner label names (old and new
 		// owner on an update). Both are watched as metadata only.

@@ -123,10 +123,8 @@ func (r *Reconciler) bundleRoles(ctx context.Context, name string) ([]metav1.Par
 // name that are not in desired (all of them when desired is empty).
 func (r *Reconciler) staleRoles(ctx context.Context, name string, desired []*rbacv1.ClusterRole) ([]*rbacv1.ClusterRole, error) {
 	list := &rbacv1.ClusterRoleList{}
-	if err := r.Client.List(ctx, list, client.MatchingLabels{
-		oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue,
-		oriav1alpha1.LabelExtension: names.LabelValue(name),
-	}); err != nil {
+	// The cache holds only oria's roles (managed-by label).
+	if err := r.Client.List(ctx, list, client.MatchingFields{manager.IndexExtensionRoles: names.LabelValue(name)}); err != nil {
 		return nil, fmt.Errorf("listing the ClusterRoles of ClusterExtension %q: %w", name, err)
 	}
 	want := map[string]bool{}
