@@ -65,13 +65,7 @@ func (a *apiserver) startCPUProfile(ctx context.Context, name string) {
 	if !a.profile {
 		return
 	}
-	select {
-	case a.busy <- struct{}{}:
-	default:
-		return
-	}
-	go func() {
-		defer func() { <-a.busy }()
+	goAlone(a.busy, func() {
 		ctx, cancel := context.WithTimeout(ctx, time.Duration(a.seconds+30)*time.Second)
 		defer cancel()
 		data, err := a.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
@@ -79,7 +73,7 @@ func (a *apiserver) startCPUProfile(ctx context.Context, name string) {
 		if err == nil {
 			a.save(name+"-cpu", data)
 		}
-	}()
+	})
 }
 
 func (a *apiserver) save(name string, data []byte) {

@@ -73,6 +73,8 @@ type floor struct {
 	timeout time.Duration
 	// apply writes with server-side apply, as oria does, instead of create.
 	apply bool
+	// timeline is the last run's objects per second (observer.timeline).
+	timeline string
 }
 
 // newFloor returns a floor client; a negative qps means no client-side
@@ -114,6 +116,7 @@ func (f *floor) run(ctx context.Context, gvr schema.GroupVersionResource, n int,
 	if err != nil {
 		return 0, fmt.Errorf("floor: %w", err)
 	}
+	f.timeline = obs.timeline(start)
 	return last.Sub(start), nil
 }
 

@@ -108,3 +108,19 @@ func (o *observer) waitNamespace(ctx context.Context, ns string, timeout time.Du
 	defer o.mu.Unlock()
 	return o.byNS[ns], nil
 }
+
+// timeline returns how many objects arrived in each second after t0, for
+// the log: where a phase ran at full speed and where it waited.
+func (o *observer) timeline(t0 time.Time) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var counts []int
+	for _, at := range o.seen {
+		i := max(int(at.Sub(t0)/time.Second), 0)
+		for len(counts) <= i {
+			counts = append(counts, 0)
+		}
+		counts[i]++
+	}
+	return fmt.Sprint(counts)
+}

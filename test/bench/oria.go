@@ -41,17 +41,24 @@ func startOria(ctx context.Context, cfg *config, kubeconfig, logPath string, arg
 // startCPUProfile saves a -profile-seconds CPU profile of the scenario in the
 // background (with -profile; skipped while another one runs).
 func (p *oriaProcess) startCPUProfile(ctx context.Context, name string) {
-	if !p.profile {
-		return
+	if p.profile {
+		goAlone(p.profiling, func() {
+			_ = p.saveProfile(ctx, fmt.Sprintf("profile?seconds=%d", p.seconds), name+"-cpu.pb.gz", time.Duration(p.seconds+15)*time.Second)
+		})
 	}
+}
+
+// goAlone runs fn in a goroutine unless another fn holding busy (a channel
+// of capacity 1) still runs.
+func goAlone(busy chan struct{}, fn func()) {
 	select {
-	case p.profiling <- struct{}{}:
+	case busy <- struct{}{}:
 	default:
 		return
 	}
 	go func() {
-		defer func() { <-p.profiling }()
-		_ = p.saveProfile(ctx, fmt.Sprintf("profile?seconds=%d", p.seconds), name+"-cpu.pb.gz", time.Duration(p.seconds+15)*time.Second)
+		defer func() { <-busy }()
+		fn()
 	}()
 }
 

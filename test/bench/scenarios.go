@@ -189,6 +189,7 @@ func (b *bench) converge(ctx context.Context, r *Result, obs *observer, n int, s
 		r.Error = err.Error()
 	} else {
 		r.Converged, r.Seconds, r.FirstSeconds = true, last.Sub(t0).Seconds(), first.Sub(t0).Seconds()
+		b.logf("%s: objects per second %s", r.Name, obs.timeline(t0))
 	}
 	if err := b.waitQuiet(ctx, "after "+r.Name); err != nil {
 		return err
@@ -209,6 +210,7 @@ func (b *bench) measureFloors(ctx context.Context, r *Result, create func(contex
 		if err != nil {
 			return err
 		}
+		b.logf("floor (%s): objects per second %s", f.name, f.timeline)
 		if f.limited {
 			r.QPSFloorSeconds = d.Seconds()
 		} else {
