@@ -92,7 +92,7 @@ func (b *bench) setupSpread(ctx context.Context, r *Result, s *spread) error {
 		return err
 	}
 	return b.measureFloors(ctx, r, func(ctx context.Context, f *floor) (time.Duration, error) {
-		return f.roleBindings(ctx, s.namespaces, len(s.instances), s.role, spreadSubjects)
+		return f.roleBindings(ctx, s.namespaces, s.instances, s.name, s.role, spreadSubjects)
 	}, func(ctx context.Context) error {
 		return parallel(ctx, setupWorkers, len(s.namespaces), func(ctx context.Context, i int) error {
 			return b.admin.DeleteAllOf(ctx, &rbacv1.RoleBinding{}, client.InNamespace(s.namespaces[i]), client.HasLabels{labelFloor})
