@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -230,6 +231,17 @@ func TestEnsureExpectsWhatItCreated(t *testing.T) {
 	assert.Zero(t, s.Recheck())
 	assert.Zero(t, memo.Expectations())
 
+	// Created, shown by the cache (an event: Memo.Seen) and deleted before
+	// any reconcile looked: created again at once, not after the TTL.
+	require.NoError(t, cl.Delete(ctx, live))
+	require.Equal(t, 1, ensure(nil).Count[engine.Created])
+	memo.Seen(engine.ClusterRoleKind().Name, want)
+	require.NoError(t, cl.Delete(ctx, want.DeepCopy()))
+	assert.Equal(t, 1, ensure(nil).Count[engine.Created], "created again")
+	live = &rbacv1.ClusterRole{}
+	require.NoError(t, cl.Get(ctx, engine.Key(want), live))
+	memo.Seen(engine.ClusterRoleKind().Name, want)
+
 	// An expectation nobody asks about again expires with the next create
 	// after the TTL instead of staying for the life of the process.
 	require.NoError(t, cl.Delete(ctx, live))
@@ -240,4 +252,28 @@ func TestEnsureExpectsWhatItCreated(t *testing.T) {
 	other.Name += "-other"
 	engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{other}, nil)
 	assert.Equal(t, 1, memo.Expectations(), "the expired expectation is gone, the new one kept")
+}
+
+// TestParallelSharesTheProcessCap: however many reconciles write at once,
+// no more than MaxInFlight writes are in flight.
+func TestParallelSharesTheProcessCap(t *testing.T) {
+	var now, peak atomic.Int64
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	for range 3 { // 3 x 64 workers would be 192 at once without the cap
+		wg.Go(func() {
+			engine.Parallel(engine.DefaultWorkers, engine.DefaultWorkers, func(int) {
+				n := now.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				<-release
+				now.Add(-1)
+			})
+		})
+	}
+	require.Eventually(t, func() bool { return now.Load() == engine.MaxInFlight }, 10*time.Second, time.Millisecond,
+		"the writes fill the cap")
+	close(release)
+	wg.Wait()
+	assert.Equal(t, int64(engine.MaxInFlight), peak.Load())
 }

@@ -86,6 +86,16 @@ func (m *Memo) expected(kind string, key types.NamespacedName) bool {
 	return ok
 }
 
+// Seen tells the Memo that the cache has shown obj (an event of the watch
+// on kind: added, changed or deleted), which meets the expectation of the
+// engine's create. Controllers call it from their watch of the objects they
+// write: an object created and deleted again before the next reconcile
+// would otherwise stay expected, and not be created again, until
+// ExpectationTTL.
+func (m *Memo) Seen(kind string, obj client.Object) {
+	m.observed(kind, Key(obj))
+}
+
 // observed drops the expectation of an object the cache shows.
 func (m *Memo) observed(kind string, key types.NamespacedName) {
 	if m == nil {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -34,7 +35,12 @@ func TestEnqueueController(t *testing.T) {
 			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 			defer q.ShutDown()
 			rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "rb", Namespace: "ns", OwnerReferences: tc.refs}}
-			EnqueueController(oriav1alpha1.GroupVersion.Group, "ScopeInstance").Create(context.Background(), event.CreateEvent{Object: rb}, q)
+			var seen []string
+			EnqueueController(oriav1alpha1.GroupVersion.Group, "ScopeInstance", func(o client.Object) { seen = append(seen, o.GetName()) }).
+				Create(context.Background(), event.CreateEvent{Object: rb}, q)
+			if len(seen) != 1 || seen[0] != "rb" {
+				t.Errorf("seen called with %v, want the object of every event", seen)
+			}
 			var got []string
 			for q.Len() > 0 {
 				req, _ := q.Get()

@@ -47,13 +47,12 @@ const LeaderElectionID = "oria.operatorframework.io"
 //   - client-go retries a 429 after the Retry-After delay (up to 10 times),
 //     and a request that still fails requeues its object with the
 //     controller's backoff;
-//   - oria's concurrency is bounded by its worker pools: at most
-//     MaxConcurrentReconciles reconciles per controller, each with a bounded
-//     write pool (ClusterExtension, ScopeTemplate and ScopeInstance
-//     engine.DefaultWorkers = 64, RBACPolicy 1), so at most
-//     MaxConcurrentReconciles x 193 requests in flight (1,544 with the
-//     default 8 workers), besides watches, Events, leader election and
-//     the escalation guard's SubjectAccessReviews (8 per admission request).
+//   - oria's writes are bounded: at most engine.MaxInFlight (128) in
+//     flight for the whole process, whatever MaxConcurrentReconciles is
+//     (each reconcile's pool of engine.DefaultWorkers shares those tokens),
+//     besides watches, cache reads, one status write per reconcile, Events,
+//     leader election and the escalation guard's SubjectAccessReviews (8
+//     per admission request).
 //
 // A positive QPS restores a token bucket of that rate and burst, e.g. on an
 // API server without Priority and Fairness.

@@ -102,7 +102,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&oriav1alpha1.ScopeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&rbacv1.ClusterRole{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeTemplate)).
+		Watches(&rbacv1.ClusterRole{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeTemplate,
+			func(o client.Object) { memo.Seen(roleKind.Name, o) })).
 		// A referenced role that is one of oria's (an extension's generated
 		// role, another template's inline role) coming or going changes
 		// whether the template's roles exist. Other ClusterRoles are not in
