@@ -231,16 +231,17 @@ func TestEnsureExpectsWhatItCreated(t *testing.T) {
 	assert.Zero(t, s.Recheck())
 	assert.Zero(t, memo.Expectations())
 
-	// Created, shown by the cache (an event: Memo.Seen) and deleted before
-	// any reconcile looked: created again at once, not after the TTL.
+	// Created and deleted before any reconcile saw it in the cache (the
+	// watch's delete event: Memo.Gone): created again at once, not after
+	// the TTL.
 	require.NoError(t, cl.Delete(ctx, live))
 	require.Equal(t, 1, ensure(nil).Count[engine.Created])
-	memo.Seen(engine.ClusterRoleKind().Name, want)
 	require.NoError(t, cl.Delete(ctx, want.DeepCopy()))
+	memo.Gone(engine.ClusterRoleKind().Name, want)
 	assert.Equal(t, 1, ensure(nil).Count[engine.Created], "created again")
 	live = &rbacv1.ClusterRole{}
 	require.NoError(t, cl.Get(ctx, engine.Key(want), live))
-	memo.Seen(engine.ClusterRoleKind().Name, want)
+	ensure(map[types.NamespacedName]*rbacv1.ClusterRole{engine.Key(want): live}) // seen: expectation met
 
 	// An expectation nobody asks about again expires with the next create
 	// after the TTL instead of staying for the life of the process.

@@ -86,13 +86,15 @@ func (m *Memo) expected(kind string, key types.NamespacedName) bool {
 	return ok
 }
 
-// Seen tells the Memo that the cache has shown obj (an event of the watch
-// on kind: added, changed or deleted), which meets the expectation of the
-// engine's create. Controllers call it from their watch of the objects they
-// write: an object created and deleted again before the next reconcile
-// would otherwise stay expected, and not be created again, until
-// ExpectationTTL.
-func (m *Memo) Seen(kind string, obj client.Object) {
+// Gone tells the Memo that the cache saw obj deleted (an event of the watch
+// on kind): if the engine created it and still expects it, the expectation
+// is void and the next reconcile creates it again. Without it, an object
+// created and deleted before any reconcile saw it in the cache stayed
+// expected, and absent, until ExpectationTTL. (An object the cache merely
+// shows does not end its expectation here: a reconcile working from a
+// snapshot taken before that would create it a second time. A reconcile
+// that sees it ends it.)
+func (m *Memo) Gone(kind string, obj client.Object) {
 	m.observed(kind, Key(obj))
 }
 

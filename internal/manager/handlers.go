@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -12,22 +14,36 @@ import (
 )
 
 // EnqueueController returns the handler of a watch on objects oria creates:
-// it tells seen (the write engine's Memo, which stops expecting an object
-// the cache has shown; nil for none) of every event, and enqueues the
-// object's controller when that is a (cluster-scoped) kind of group, as
-// builder.Owns does, but from the ownerReference alone. Owns resolves the
-// owner's kind through the REST mapper on every event, which in the
-// 50,000-binding benchmark allocated 320 MB (11 % of everything oria
-// allocated) and its CPU.
-func EnqueueController(group, kind string, seen func(client.Object)) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		if seen != nil {
-			seen(o)
+// it enqueues the object's controller when that is a (cluster-scoped) kind
+// of group, as builder.Owns does, but from the ownerReference alone (Owns
+// resolves the owner's kind through the REST mapper on every event, which
+// in the 50,000-binding benchmark allocated 320 MB, 11 % of everything oria
+// allocated, and its CPU). On a delete it first calls gone (nil for none):
+// the write engine's Memo then stops expecting an object it created that
+// is gone again (engine.Memo.Gone).
+func EnqueueController(group, kind string, gone func(client.Object)) handler.EventHandler {
+	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		for _, o := range objs {
+			if name := ownership.ControllerOf(o.GetOwnerReferences(), group, kind); name != "" {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+			}
 		}
-		name := ownership.ControllerOf(o.GetOwnerReferences(), group, kind)
-		if name == "" {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
-	})
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, e.Object)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if gone != nil {
+				gone(e.Object)
+			}
+			enqueue(q, e.Object)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(q, e.Object)
+		},
+	}
 }

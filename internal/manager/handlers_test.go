@@ -35,11 +35,15 @@ func TestEnqueueController(t *testing.T) {
 			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 			defer q.ShutDown()
 			rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "rb", Namespace: "ns", OwnerReferences: tc.refs}}
-			var seen []string
-			EnqueueController(oriav1alpha1.GroupVersion.Group, "ScopeInstance", func(o client.Object) { seen = append(seen, o.GetName()) }).
-				Create(context.Background(), event.CreateEvent{Object: rb}, q)
-			if len(seen) != 1 || seen[0] != "rb" {
-				t.Errorf("seen called with %v, want the object of every event", seen)
+			var gone []string
+			h := EnqueueController(oriav1alpha1.GroupVersion.Group, "ScopeInstance", func(o client.Object) { gone = append(gone, o.GetName()) })
+			h.Create(context.Background(), event.CreateEvent{Object: rb}, q)
+			if len(gone) != 0 {
+				t.Errorf("gone called on a create: %v", gone)
+			}
+			h.Delete(context.Background(), event.DeleteEvent{Object: rb}, q)
+			if len(gone) != 1 || gone[0] != "rb" {
+				t.Errorf("gone called with %v, want the deleted object", gone)
 			}
 			var got []string
 			for q.Len() > 0 {

@@ -135,7 +135,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		// Generated roles are controlled by their extension: a deleted or
 		// edited role brings its extension back for repair.
 		Watches(&rbacv1.ClusterRole{}, manager.EnqueueController(ocv1.GroupVersion.Group, ocv1.ClusterExtensionKind,
-			func(o client.Object) { memo.Seen(roleKind.Name, o) })).
+			func(o client.Object) { memo.Gone(roleKind.Name, o) })).
 		// An upgrade adds or removes CRDs, and bundle-provided roles: each
 		// belongs to the extension its owner label names (old and new
 		// owner on an update). Both are watched as metadata only.

@@ -159,9 +159,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named(ControllerName).
 		For(&oriav1alpha1.ScopeInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&rbacv1.RoleBinding{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
-			func(o client.Object) { memo.Seen(engine.RoleBindingKind.Name, o) })).
+			func(o client.Object) { memo.Gone(engine.RoleBindingKind.Name, o) })).
 		Watches(&rbacv1.ClusterRoleBinding{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
-			func(o client.Object) { memo.Seen(engine.ClusterRoleBindingKind.Name, o) })).
+			func(o client.Object) { memo.Gone(engine.ClusterRoleBindingKind.Name, o) })).
 		Watches(&oriav1alpha1.ScopeTemplate{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.instancesOf(ctx, o.GetName())

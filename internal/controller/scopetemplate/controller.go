@@ -103,7 +103,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named(ControllerName).
 		For(&oriav1alpha1.ScopeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&rbacv1.ClusterRole{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeTemplate,
-			func(o client.Object) { memo.Seen(roleKind.Name, o) })).
+			func(o client.Object) { memo.Gone(roleKind.Name, o) })).
 		// A referenced role that is one of oria's (an extension's generated
 		// role, another template's inline role) coming or going changes
 		// whether the template's roles exist. Other ClusterRoles are not in
