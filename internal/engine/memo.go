@@ -119,14 +119,7 @@ func (m *Memo) dropExpectation(k memoKey) {
 }
 
 // Expectations returns the number of objects created and not seen yet.
-func (m *Memo) Expectations() int {
-	if m == nil {
-		return 0
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.created)
-}
+func (m *Memo) Expectations() int { return m.count(func() int { return len(m.created) }) }
 
 type memoKey struct {
 	kind string
@@ -186,13 +179,16 @@ func (m *Memo) forget(kind string, key types.NamespacedName) {
 }
 
 // Len returns the number of remembered objects.
-func (m *Memo) Len() int {
+func (m *Memo) Len() int { return m.count(func() int { return len(m.entries) }) }
+
+// count returns of() under the lock; 0 for a nil Memo.
+func (m *Memo) count(of func() int) int {
 	if m == nil {
 		return 0
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.entries)
+	return of()
 }
 
 func (m *Memo) now() time.Time {
