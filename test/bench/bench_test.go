@@ -370,3 +370,18 @@ func TestPublishTarget(t *testing.T) {
 		})
 	}
 }
+
+func TestWaitsSince(t *testing.T) {
+	before := waits{"scopeinstance": {reconciles: 2, reconcileSeconds: 1, queued: 2, queuedSeconds: 0.5}}
+	after := waits{
+		"scopeinstance":         {reconciles: 6, reconcileSeconds: 3, queued: 6, queuedSeconds: 2.5},
+		"clusterextension-rbac": {reconciles: 4, reconcileSeconds: 0.4, queued: 4, queuedSeconds: 0.04},
+		"scopetemplate":         {reconciles: 1, reconcileSeconds: 1},
+	}
+	before["scopetemplate"] = &wait{reconciles: 1, reconcileSeconds: 1}
+	got := after.since(before)
+	want := "clusterextension-rbac 4 reconciles, mean 100ms, queued 10ms; scopeinstance 4 reconciles, mean 500ms, queued 500ms"
+	if got != want {
+		t.Errorf("since = %q, want %q", got, want)
+	}
+}

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // sample is one line of the Prometheus text exposition format.
@@ -197,4 +200,65 @@ func (m metrics) busy(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return sum(f[0])+sum(f[1]) > 0, nil
+}
+
+// waits are, per controller, how many reconciles ran and how long they
+// took, and how long the requests waited in the queue before (seconds):
+// controller-runtime's reconcile_time and workqueue queue_duration
+// histograms.
+type waits map[string]*wait
+
+type wait struct{ reconciles, reconcileSeconds, queued, queuedSeconds float64 }
+
+func (m metrics) waits(ctx context.Context) (waits, error) {
+	f, err := m.families(ctx,
+		"controller_runtime_reconcile_time_seconds_count", "controller_runtime_reconcile_time_seconds_sum",
+		"workqueue_queue_duration_seconds_count", "workqueue_queue_duration_seconds_sum")
+	if err != nil {
+		return nil, err
+	}
+	out := waits{}
+	get := func(name string) *wait {
+		if out[name] == nil {
+			out[name] = &wait{}
+		}
+		return out[name]
+	}
+	for c, v := range sumBy(f[0], "controller") {
+		get(c).reconciles = v
+	}
+	for c, v := range sumBy(f[1], "controller") {
+		get(c).reconcileSeconds = v
+	}
+	for c, v := range sumBy(f[2], "name") {
+		get(c).queued = v
+	}
+	for c, v := range sumBy(f[3], "name") {
+		get(c).queuedSeconds = v
+	}
+	return out, nil
+}
+
+// since describes, for the log, the controllers that reconciled since
+// earlier: how many reconciles, their mean time and the mean time a
+// request waited in the queue.
+func (w waits) since(earlier waits) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(w)) {
+		now, was := w[name], earlier[name]
+		if was == nil {
+			was = &wait{}
+		}
+		n, q := now.reconciles-was.reconciles, now.queued-was.queued
+		if n <= 0 {
+			continue
+		}
+		mean := time.Duration((now.reconcileSeconds - was.reconcileSeconds) / n * float64(time.Second))
+		var queued time.Duration
+		if q > 0 {
+			queued = time.Duration((now.queuedSeconds - was.queuedSeconds) / q * float64(time.Second))
+		}
+		parts = append(parts, fmt.Sprintf("%s %d reconciles, mean %s, queued %s", name, int(n), mean.Round(time.Millisecond), queued.Round(time.Millisecond)))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -64,6 +64,7 @@ type span struct {
 	start      time.Time
 	cpu, cpCPU float64
 	requests   requestCounts
+	waits      waits
 	name       string
 }
 
@@ -76,11 +77,15 @@ func (b *bench) begin(ctx context.Context, name string) (*span, error) {
 	if err != nil {
 		return nil, err
 	}
+	w, err := b.oria.metrics.waits(ctx)
+	if err != nil {
+		return nil, err
+	}
 	b.mem.begin()
 	b.oria.startCPUProfile(ctx, name)
 	b.apiserver.snapshot(ctx, name+"-begin")
 	b.apiserver.startCPUProfile(ctx, name)
-	return &span{start: time.Now(), cpu: cpu, cpCPU: b.controlPlaneCPU(), requests: req, name: name}, nil
+	return &span{start: time.Now(), cpu: cpu, cpCPU: b.controlPlaneCPU(), requests: req, waits: w, name: name}, nil
 }
 
 // end closes the window and fills r's resource figures.
@@ -101,6 +106,9 @@ func (b *bench) end(ctx context.Context, s *span, r *Result) error {
 	d := req.sub(s.requests)
 	r.Writes, r.WritesTotal = d.writes()
 	r.Reads, r.Conflicts = int(d["GET"]), int(d[conflictKey])
+	if w, err := b.oria.metrics.waits(ctx); err == nil {
+		b.logf("%s: %s", s.name, w.since(s.waits))
+	}
 	b.oria.saveHeapProfile(ctx, s.name)
 	return nil
 }
