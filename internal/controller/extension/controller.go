@@ -50,11 +50,6 @@ const (
 // not in oria's cache: nothing tells oria when one goes away.
 const DefaultRecheckInterval = time.Minute
 
-// writeWorkers bounds the parallel writes of one reconcile: the roles of an
-// extension with up to 16 APIs go out at once (with 16, a 5-API extension's
-// 20 roles took two round trips, and the reconcile as long).
-const writeWorkers = engine.DefaultWorkers
-
 // memo remembers conflicting ClusterRoles for every Reconciler of this
 // process (see engine.Memo).
 var memo = engine.NewMemo()
@@ -196,7 +191,10 @@ func (r *Reconciler) recheck() time.Duration {
 }
 
 func (r *Reconciler) writer() *engine.Writer {
-	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Workers: writeWorkers, Memo: memo, Recheck: r.recheck()}
+	// The engine's default pool: the roles of an extension with up to 16
+	// APIs go out at once (a pool of 16 took two round trips for a 5-API
+	// extension's 20 roles).
+	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Memo: memo, Recheck: r.recheck()}
 }
 
 // write applies the plan through the engine: generated roles first, then

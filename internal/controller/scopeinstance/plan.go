@@ -190,11 +190,13 @@ func (r *Reconciler) existingBindings(ctx context.Context, instance string) ([]*
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing the bindings of ScopeInstance %q: %w", instance, err)
 	}
-	notOthers := func(o client.Object) bool {
+	// Label values of long names are hashed: a binding controlled by
+	// another instance with the same value is not this one's.
+	another := func(o client.Object) bool {
 		return !ownership.NotControlledByOther(o, ownership.KindScopeInstance, instance)
 	}
-	return slices.DeleteFunc(rbs, func(b *rbacv1.RoleBinding) bool { return notOthers(b) }),
-		slices.DeleteFunc(crbs, func(b *rbacv1.ClusterRoleBinding) bool { return notOthers(b) }), nil
+	return slices.DeleteFunc(rbs, func(b *rbacv1.RoleBinding) bool { return another(b) }),
+		slices.DeleteFunc(crbs, func(b *rbacv1.ClusterRoleBinding) bool { return another(b) }), nil
 }
 
 // listBindings lists the bindings labelled for an instance through c, for a
