@@ -339,12 +339,27 @@ func healthy(hc *http.Client, url string) bool {
 
 // FreePort returns a TCP port on 127.0.0.1 that nothing listens on now.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// FreePorts returns n distinct TCP ports on 127.0.0.1 that nothing listens
+// on now: each is held until all are found, so two calls in a row cannot
+// return the same port (one process's metrics and pprof addresses once did).
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // Stop stops every process of the control plane and removes a temporary

@@ -51,13 +51,9 @@ func Build(root, dir string) (string, error) {
 // writing its output to logPath, and waits until /readyz answers 200 (at
 // most a minute).
 func Start(ctx context.Context, bin, kubeconfig, logPath string, args ...string) (*Process, error) {
-	var ports [3]int
-	for i := range ports {
-		port, err := localcluster.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		ports[i] = port
+	ports, err := localcluster.FreePorts(3)
+	if err != nil {
+		return nil, err
 	}
 	logFile, err := os.Create(logPath)
 	if err != nil {
