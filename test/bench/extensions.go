@@ -6,7 +6,9 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -59,24 +61,57 @@ func (b *bench) extensions(ctx context.Context) error {
 	}
 
 	if err := b.measureFloors(ctx, r, func(ctx context.Context, f *floor) (time.Duration, error) {
-		return f.clusterRoles(ctx, crds)
+		return f.extensions(ctx, crds)
 	}, func(ctx context.Context) error {
-		return b.admin.DeleteAllOf(ctx, &rbacv1.ClusterRole{}, client.HasLabels{labelFloor})
+		return b.cleanFloorExtensions(ctx)
 	}); err != nil {
 		return err
 	}
 
-	b.logf("oria: switching %d ClusterExtensions to Legacy; waiting for %d ClusterRoles", b.cfg.extensions, r.Objects)
+	b.logf("oria: switching %d ClusterExtensions to Legacy; waiting for %d ClusterRoles and %d conditions", b.cfg.extensions, r.Objects, b.cfg.extensions)
 	sel := labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}).String() + "," + oriav1alpha1.LabelExtension
 	obs, err := observe(ctx, b.md, clusterRolesGVR, sel)
 	if err != nil {
 		return err
 	}
-	return b.converge(ctx, r, obs, r.Objects, func(ctx context.Context) error {
+	conds, err := observeConditions(ctx, b.dyn, oriav1alpha1.TypeRBACManaged, oriav1alpha1.ReasonLegacy)
+	if err != nil {
+		return err
+	}
+	var t0 time.Time
+	if err := b.converge(ctx, r, obs, r.Objects, func(ctx context.Context) error {
+		t0 = time.Now()
 		return parallel(ctx, setupWorkers, b.cfg.extensions, func(ctx context.Context, i int) error {
 			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, oriav1alpha1.AnnotationRBACMode, oriav1alpha1.RBACModeLegacy)
 			ce := testutil.ClusterExtension(extensionName(i), "")
 			return b.admin.Patch(ctx, ce, client.RawPatch("application/merge-patch+json", []byte(patch)))
 		})
+	}); err != nil || !r.Converged {
+		return err
+	}
+	// The row converges when every extension's condition says Legacy too.
+	_, last, err := conds.waitCount(ctx, b.cfg.extensions, b.cfg.timeout)
+	if err != nil {
+		r.Converged, r.Error = false, "conditions: "+err.Error()
+		return nil
+	}
+	b.logf("extensions: ClusterRoles after %.2fs, conditions after %.2fs", r.Seconds, last.Sub(t0).Seconds())
+	r.RolesSeconds, r.Seconds = r.Seconds, max(r.Seconds, last.Sub(t0).Seconds())
+	return nil
+}
+
+// cleanFloorExtensions deletes the floor's ClusterRoles and takes its
+// annotation and condition off the ClusterExtensions again.
+func (b *bench) cleanFloorExtensions(ctx context.Context) error {
+	if err := b.admin.DeleteAllOf(ctx, &rbacv1.ClusterRole{}, client.HasLabels{labelFloor}); err != nil {
+		return err
+	}
+	untrigger := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, annotationFloorTrigger))
+	return parallel(ctx, setupWorkers, b.cfg.extensions, func(ctx context.Context, i int) error {
+		name := extensionName(i)
+		if _, err := b.dyn.Resource(clusterExtensionsGVR).Patch(ctx, name, types.MergePatchType, untrigger, metav1.PatchOptions{}); err != nil {
+			return err
+		}
+		return applyFloorCondition(ctx, b.dyn, name, "", 0)
 	})
 }

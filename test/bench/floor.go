@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -69,12 +70,14 @@ type floor struct {
 	name    string
 	cs      kubernetes.Interface
 	md      metadata.Interface
+	dyn     dynamic.Interface
 	workers int
 	timeout time.Duration
 	// apply writes with server-side apply, as oria does, instead of create.
 	apply bool
-	// timeline is the last run's objects per second (observer.timeline).
-	timeline string
+	// timeline is the last run's objects per second (observer.timeline),
+	// detail what else it waited for, and when that was there.
+	timeline, detail string
 }
 
 // newFloor returns a floor client; a negative qps means no client-side
@@ -91,17 +94,30 @@ func newFloor(cfg *rest.Config, qps float64, burst, workers int, timeout time.Du
 	if err != nil {
 		return nil, err
 	}
-	f := &floor{limited: qps > 0, name: "no client limit", cs: cs, md: md, workers: workers, timeout: timeout, apply: apply}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	f := &floor{limited: qps > 0, name: "no client limit", cs: cs, md: md, dyn: dyn, workers: workers, timeout: timeout, apply: apply}
 	if f.limited {
 		f.name = fmt.Sprintf("qps %g, burst %d", qps, burst)
 	}
 	return f, nil
 }
 
-// run creates n objects with create(i) on the worker pool and returns the
-// time from the first request until the watch has seen all of them, the
-// same way oria's objects are observed.
-func (f *floor) run(ctx context.Context, gvr schema.GroupVersionResource, n int, create func(ctx context.Context, i int) error) (time.Duration, error) {
+// expected is something else a timed phase waits for: n objects seen by
+// obs.
+type expected struct {
+	obs  *observer
+	n    int
+	what string
+}
+
+// run sends the requests do(0) ... do(requests-1) on the worker pool and
+// returns the time from the first request until the watch has seen all n
+// objects, and until every other expected thing had arrived too (then the
+// phase's time), the same way oria's are observed.
+func (f *floor) run(ctx context.Context, gvr schema.GroupVersionResource, n, requests int, do func(ctx context.Context, i int) error, others ...expected) (time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	obs, err := observe(ctx, f.md, gvr, labelFloor)
@@ -109,15 +125,30 @@ func (f *floor) run(ctx context.Context, gvr schema.GroupVersionResource, n int,
 		return 0, err
 	}
 	start := time.Now()
-	if err := parallel(ctx, f.workers, n, create); err != nil {
+	if err := parallel(ctx, f.workers, requests, do); err != nil {
 		return 0, fmt.Errorf("floor: %w", err)
 	}
 	_, last, err := obs.waitCount(ctx, n, f.timeout)
 	if err != nil {
 		return 0, fmt.Errorf("floor: %w", err)
 	}
-	f.timeline = obs.timeline(start)
+	f.timeline, f.detail = obs.timeline(start), ""
+	for _, o := range others {
+		_, at, err := o.obs.waitCount(ctx, o.n, f.timeout)
+		if err != nil {
+			return 0, fmt.Errorf("floor: %s: %w", o.what, err)
+		}
+		f.detail += fmt.Sprintf("; objects after %.2fs, %s after %.2fs", last.Sub(start).Seconds(), o.what, at.Sub(start).Seconds())
+		last = maxTime(last, at)
+	}
 	return last.Sub(start), nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // The floor writes the objects oria writes, built by oria's own pure
@@ -146,9 +177,16 @@ func floorObject(obj metav1.Object) {
 	obj.SetLabels(labels)
 }
 
-// clusterRoles creates the ClusterRoles of scenario 1: the four roles oria
-// generates for each CRD in Legacy mode.
-func (f *floor) clusterRoles(ctx context.Context, crds []crdName) (time.Duration, error) {
+// annotationFloorTrigger is the annotation the floor sets on every
+// ClusterExtension, the request that triggers oria in scenario 1 (oria
+// reads only its mode annotation, so this one triggers nothing).
+const annotationFloorTrigger = "bench.oria.operatorframework.io/floor-trigger"
+
+// extensions sends the requests of scenario 1: the trigger's patch on each
+// ClusterExtension, then each extension's ClusterRoles (the four roles oria
+// generates per CRD in Legacy mode) followed by its condition. Its time
+// runs until the roles and the conditions are all there.
+func (f *floor) extensions(ctx context.Context, crds []crdName) (time.Duration, error) {
 	byExtension := map[string][]string{}
 	var order []string
 	for _, c := range crds {
@@ -157,24 +195,44 @@ func (f *floor) clusterRoles(ctx context.Context, crds []crdName) (time.Duration
 		}
 		byExtension[c.extension] = append(byExtension[c.extension], c.String())
 	}
-	var roles []*rbacv1.ClusterRole
+	trigger := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, annotationFloorTrigger))
+	var requests []func(context.Context) error
 	for _, ext := range order {
-		roles = append(roles, extension.DesiredRoles(extension.Extension{Name: ext, UID: floorUID}, byExtension[ext], oriav1alpha1.RBACModeLegacy, nil)...)
+		requests = append(requests, func(ctx context.Context) error {
+			_, err := f.dyn.Resource(clusterExtensionsGVR).Patch(ctx, ext, types.MergePatchType, trigger, metav1.PatchOptions{})
+			return err
+		})
 	}
-	for _, cr := range roles {
-		floorObject(cr)
-	}
-	return f.run(ctx, clusterRolesGVR, len(roles), func(ctx context.Context, i int) error {
-		cr := roles[i] // the clientset does not change what it sends
-		if f.apply {
-			return applyJSON(cr, func(data []byte) error {
-				_, err := f.cs.RbacV1().ClusterRoles().Patch(ctx, cr.Name, types.ApplyPatchType, data, applyOptions)
-				return err
-			})
+	roles := 0
+	for _, ext := range order {
+		for _, cr := range extension.DesiredRoles(extension.Extension{Name: ext, UID: floorUID}, byExtension[ext], oriav1alpha1.RBACModeLegacy, nil) {
+			floorObject(cr)
+			roles++
+			requests = append(requests, func(ctx context.Context) error { return f.createClusterRole(ctx, cr) })
 		}
-		_, err := f.cs.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{})
-		return err
-	})
+		requests = append(requests, func(ctx context.Context) error {
+			return applyFloorCondition(ctx, f.dyn, ext, floorConditionType, len(byExtension[ext]))
+		})
+	}
+	conds, err := observeConditions(ctx, f.dyn, floorConditionType, "Legacy")
+	if err != nil {
+		return 0, err
+	}
+	return f.run(ctx, clusterRolesGVR, roles, len(requests), func(ctx context.Context, i int) error { return requests[i](ctx) },
+		expected{obs: conds, n: len(order), what: "conditions"})
+}
+
+// createClusterRole creates cr (the clientset does not change what it
+// sends), or applies it with -floor-apply.
+func (f *floor) createClusterRole(ctx context.Context, cr *rbacv1.ClusterRole) error {
+	if f.apply {
+		return applyJSON(cr, func(data []byte) error {
+			_, err := f.cs.RbacV1().ClusterRoles().Patch(ctx, cr.Name, types.ApplyPatchType, data, applyOptions)
+			return err
+		})
+	}
+	_, err := f.cs.RbacV1().ClusterRoles().Create(ctx, cr, metav1.CreateOptions{})
+	return err
 }
 
 // roleBindings creates the RoleBindings of the fan-out scenarios: those of
@@ -189,7 +247,7 @@ func (f *floor) roleBindings(ctx context.Context, namespaces, instances []string
 	for _, rb := range rbs {
 		floorObject(rb)
 	}
-	return f.run(ctx, roleBindingsGVR, len(rbs), func(ctx context.Context, i int) error {
+	return f.run(ctx, roleBindingsGVR, len(rbs), len(rbs), func(ctx context.Context, i int) error {
 		rb := rbs[i] // the clientset does not change what it sends
 		if f.apply {
 			return applyJSON(rb, func(data []byte) error {

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -237,6 +238,10 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 	if err != nil {
 		return err
 	}
+	dyn, err := dynamic.NewForConfig(cluster.Config)
+	if err != nil {
+		return err
+	}
 
 	var args []string
 	if cfg.oriaLimit {
@@ -255,7 +260,7 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 	}()
 
 	b := &bench{
-		cfg: cfg, admin: admin, md: md, oria: oria, report: report, logf: logf,
+		cfg: cfg, admin: admin, md: md, dyn: dyn, oria: oria, report: report, logf: logf,
 		mem:    newSampler(ctx, oria.Pid(), 100*time.Millisecond),
 		cpPIDs: childPIDs("etcd", "kube-apiserver"),
 	}

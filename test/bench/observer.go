@@ -27,7 +27,7 @@ type observer struct {
 // observe starts an observer of gvr objects matching selector and waits for
 // its informer to sync; it stops with ctx.
 func observe(ctx context.Context, md metadata.Interface, gvr schema.GroupVersionResource, selector string) (*observer, error) {
-	o := &observer{seen: map[string]time.Time{}, byNS: map[string]time.Time{}, changed: make(chan struct{})}
+	o := newObserver()
 	inf := metadatainformer.NewFilteredMetadataInformer(md, gvr, metav1.NamespaceAll, 0, cache.Indexers{},
 		func(opts *metav1.ListOptions) { opts.LabelSelector = selector })
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: o.add}); err != nil {
@@ -42,21 +42,29 @@ func observe(ctx context.Context, md metadata.Interface, gvr schema.GroupVersion
 	return o, nil
 }
 
+func newObserver() *observer {
+	return &observer{seen: map[string]time.Time{}, byNS: map[string]time.Time{}, changed: make(chan struct{})}
+}
+
 func (o *observer) add(obj any) {
-	now := time.Now()
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return
+	if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		o.record(m.Namespace, m.Name)
 	}
+}
+
+// record notes that the object namespace/name is there now, unless it was
+// seen before.
+func (o *observer) record(namespace, name string) {
+	now := time.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	key := m.Namespace + "/" + m.Name
+	key := namespace + "/" + name
 	if _, dup := o.seen[key]; dup {
 		return
 	}
 	o.seen[key] = now
-	if _, ok := o.byNS[m.Namespace]; !ok {
-		o.byNS[m.Namespace] = now
+	if _, ok := o.byNS[namespace]; !ok {
+		o.byNS[namespace] = now
 	}
 	if o.first.IsZero() {
 		o.first = now

@@ -72,6 +72,9 @@ type Result struct {
 	// BindingsSeconds (fanout-publish) is the time until the RoleBindings
 	// existed; Seconds runs on until the ConfigMap listed every namespace.
 	BindingsSeconds float64 `json:"bindingsSeconds,omitempty"`
+	// RolesSeconds (extensions) is the time until the ClusterRoles existed;
+	// Seconds runs on until every extension's condition reported them.
+	RolesSeconds float64 `json:"rolesSeconds,omitempty"`
 	// Latency is set for per-object latencies (new namespaces).
 	Latency *Latency `json:"latency,omitempty"`
 	// Writes are oria's write requests by verb during the scenario, Reads

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -46,6 +47,7 @@ type bench struct {
 	cfg   *config
 	admin client.Client      // cluster-admin, not rate limited: setup only
 	md    metadata.Interface // cluster-admin, for observers
+	dyn   dynamic.Interface  // cluster-admin, for observers and the floor's clean-up
 	// floors: without a client-side limit, then at oria's QPS and burst
 	// when oria has a limit; none with -no-floor.
 	floors []*floor
@@ -218,7 +220,7 @@ func (b *bench) measureFloors(ctx context.Context, r *Result, create func(contex
 		if err != nil {
 			return err
 		}
-		b.logf("floor (%s): objects per second %s", f.name, f.timeline)
+		b.logf("floor (%s): objects per second %s%s", f.name, f.timeline, f.detail)
 		if f.limited {
 			r.QPSFloorSeconds = d.Seconds()
 		} else {
