@@ -27,12 +27,14 @@ import (
 
 // defaultWorkers is the number of reconciles per controller at once. A
 // worker waits for the slowest write of its object before taking the next,
-// so too few leave the API server's capacity unused: in the scale benchmark
-// (docs/benchmarks.md) 4 workers converged 200 extensions at 1.5x the
-// rate-limit floor, 8 at 1.05x. It also bounds oria's requests in flight,
-// which is what makes running without a client-side rate limit (the
-// default, see manager.DefaultKubeAPIQPS) safe.
-const defaultWorkers = 8
+// so too few leave the API server's capacity unused; too many only hold
+// plans in memory, because every reconcile's writes share the process's
+// engine.MaxInFlight (128): two fan-out reconciles of 64 writers fill it.
+// In the benchmark (docs/benchmarks.md, 2026-11-23) 4 workers switched 200
+// extensions as fast as 8 (3.75 s, 3.6-3.7 s) and converged 50,000
+// RoleBindings faster and leaner (35.6 s and 145 MB against 40.7-41.0 s and
+// 166-170 MB; 3 workers: 37.4 s, 150 MB).
+const defaultWorkers = 4
 
 const (
 	// defaultWebhookPort and defaultWebhookCertDir are controller-runtime's
