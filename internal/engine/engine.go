@@ -29,8 +29,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,17 +41,6 @@ import (
 
 // DefaultWorkers bounds how many writes one reconcile has in flight.
 const DefaultWorkers = 64
-
-// MaxInFlight bounds the writes of all reconciles of the process together
-// (of every controller). With no client-side rate limit it is the most
-// write requests oria has in flight at once; the API server's priority and
-// fairness queues the rest. More would not make a fan-out faster: the
-// 50,000-binding benchmark converged as fast with 2 reconciles of 64 writes
-// as with 8 (docs/benchmarks.md).
-const MaxInFlight = 128
-
-// inFlight holds a token per write in flight (MaxInFlight).
-var inFlight = make(chan struct{}, MaxInFlight)
 
 // Action is what the engine did with one object.
 type Action int
@@ -108,6 +95,12 @@ type Writer struct {
 	// Reader reads from the API server directly: an object the cache does
 	// not show may still exist without oria's labels.
 	Reader client.Reader
+	// Cache reads oria's (label-filtered) cache as it is now, not as the
+	// reconcile's snapshot showed it: an object this controller created
+	// since the snapshot is there once its watch event arrived, which ends
+	// its expectation (Memo.Seen). nil: the snapshot and the expectations
+	// alone decide.
+	Cache client.Reader
 	// Workers bounds parallel writes; DefaultWorkers when 0.
 	Workers int
 	// Memo remembers objects found in conflict; nil remembers nothing (every
@@ -187,28 +180,6 @@ func (w *Writer) workers() int {
 	return DefaultWorkers
 }
 
-// Parallel calls fn(i) for i in [0,n) on at most workers goroutines, each
-// call holding one of the process's MaxInFlight write tokens.
-func Parallel(workers, n int, fn func(i int)) {
-	workers = min(workers, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				inFlight <- struct{}{}
-				fn(i)
-				<-inFlight
-			}
-		})
-	}
-	wg.Wait()
-}
-
 // Ensure makes every object of desired exist as intended. owns tells an
 // object oria created for this owner from anyone else's; cached holds the
 // objects of desired's names as oria's cache shows them (by Key). An object
@@ -259,6 +230,10 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 // created, and read only when it exists after all.
 func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, want T, o Outcome) Outcome {
 	key := Key(want)
+	if shown(ctx, w, k, owns, key) {
+		o.Expected = true
+		return o
+	}
 	if w.Memo.has(k.Name, key) {
 		live := k.New()
 		err := w.Reader.Get(ctx, key, live)
@@ -297,6 +272,19 @@ func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], 
 		return o
 	}
 	return classify(ctx, w, k, owns, live, want, o)
+}
+
+// shown reports whether oria's cache shows key now as an object owns
+// accepts: created since the reconcile's snapshot (by this controller, its
+// expectation ended by the watch event), so not created again. The event
+// brings the next reconcile, which sees it in its snapshot. (An object the
+// cache shows for another owner goes the usual way: create, 409, classify.)
+func shown[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, key types.NamespacedName) bool {
+	if w.Cache == nil {
+		return false
+	}
+	cur := k.New()
+	return w.Cache.Get(ctx, key, cur) == nil && owns(cur)
 }
 
 // classify repairs a live object that is oria's, or reports and remembers

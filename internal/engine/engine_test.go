@@ -278,3 +278,54 @@ func TestParallelSharesTheProcessCap(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int64(engine.MaxInFlight), peak.Load())
 }
+
+// TestEnsureAfterTheWatchSawTheCreate: the watch's create event ends an
+// expectation (Memo.Seen), so expectations last only while the watch lags.
+// A reconcile whose snapshot predates the event finds the object in the
+// cache as it is now (Writer.Cache) and does not create it again; one the
+// cache shows for another owner is still found in conflict.
+func TestEnsureAfterTheWatchSawTheCreate(t *testing.T) {
+	ctx := context.Background()
+	want := desiredRole(t)
+	var c, cacheCalls calls
+	cl := fakeClient(t, &c)
+	memo := engine.NewMemo()
+	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, "tmpl") }
+	w := &engine.Writer{Client: cl, Reader: cl, Memo: memo}
+	ensure := func() engine.Summary {
+		return engine.Summarize(engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil))
+	}
+
+	require.Equal(t, 1, ensure().Count[engine.Created])
+	require.Equal(t, 1, memo.Expectations())
+	live := &rbacv1.ClusterRole{}
+	require.NoError(t, cl.Get(ctx, engine.Key(want), live))
+	memo.Of(engine.ClusterRoleKind().Name).Seen(live) // the watch's create event
+	assert.Zero(t, memo.Expectations(), "the create event ends the expectation")
+
+	// The cache shows it now; the reconcile's snapshot (nil) does not.
+	w.Cache = fakeClient(t, &cacheCalls, live.DeepCopy())
+	gets := c.get.Load()
+	s := ensure()
+	assert.Equal(t, 1, s.Expected, "counted as expected: the next reconcile sees it")
+	assert.Equal(t, int32(1), c.create.Load(), "not created again")
+	assert.Equal(t, gets, c.get.Load(), "no read of the API server")
+	assert.Equal(t, int32(1), cacheCalls.get.Load(), "one read of the cache")
+
+	// Without a cache (nor an expectation) it would have been created: the
+	// create fails (409) and the read finds it oria's.
+	w.Cache = nil
+	s = ensure()
+	assert.Equal(t, 1, s.Count[engine.Unchanged])
+	assert.Equal(t, int32(2), c.create.Load())
+
+	// The cache shows another owner's object under the name: the usual
+	// way, a create (409) and a read, and a conflict.
+	foreign := live.DeepCopy()
+	foreign.OwnerReferences = nil
+	foreign.Labels = map[string]string{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}
+	api := fakeClient(t, &c, foreign.DeepCopy())
+	w = &engine.Writer{Client: api, Reader: api, Memo: engine.NewMemo(), Cache: fakeClient(t, &cacheCalls, foreign)}
+	s = engine.Summarize(engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil))
+	assert.Equal(t, 1, s.Count[engine.Conflict])
+}

@@ -18,27 +18,31 @@ import (
 // of group, as builder.Owns does, but from the ownerReference alone (Owns
 // resolves the owner's kind through the REST mapper on every event, which
 // in the 50,000-binding benchmark allocated 320 MB, 11 % of everything oria
-// allocated, and its CPU). On a delete it first calls gone (nil for none):
-// the write engine's Memo then stops expecting an object it created that
-// is gone again (engine.Memo.Gone).
-func EnqueueController(group, kind string, gone func(client.Object)) handler.EventHandler {
+// allocated, and its CPU). It first tells o (nil for none) of creates and
+// deletes: the write engine's Memo then stops expecting an object it
+// created, which the cache shows now or which is gone again
+// (engine.Memo.Of).
+func EnqueueController(group, kind string, o Observer) handler.EventHandler {
 	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
-		for _, o := range objs {
-			if name := ownership.ControllerOf(o.GetOwnerReferences(), group, kind); name != "" {
+		for _, obj := range objs {
+			if name := ownership.ControllerOf(obj.GetOwnerReferences(), group, kind); name != "" {
 				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 			}
 		}
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if o != nil {
+				o.Seen(e.Object)
+			}
 			enqueue(q, e.Object)
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(q, e.ObjectOld, e.ObjectNew)
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if gone != nil {
-				gone(e.Object)
+			if o != nil {
+				o.Gone(e.Object)
 			}
 			enqueue(q, e.Object)
 		},
@@ -46,4 +50,11 @@ func EnqueueController(group, kind string, gone func(client.Object)) handler.Eve
 			enqueue(q, e.Object)
 		},
 	}
+}
+
+// Observer is told what a watch saw of the objects oria creates: one
+// created (the cache shows it now) or deleted.
+type Observer interface {
+	Seen(client.Object)
+	Gone(client.Object)
 }

@@ -35,16 +35,19 @@ func TestEnqueueController(t *testing.T) {
 			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 			defer q.ShutDown()
 			rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "rb", Namespace: "ns", OwnerReferences: tc.refs}}
-			var gone []string
-			h := EnqueueController(oriav1alpha1.GroupVersion.Group, "ScopeInstance", func(o client.Object) { gone = append(gone, o.GetName()) })
+			obs := &observer{}
+			h := EnqueueController(oriav1alpha1.GroupVersion.Group, "ScopeInstance", obs)
 			h.Create(context.Background(), event.CreateEvent{Object: rb}, q)
-			if len(gone) != 0 {
-				t.Errorf("gone called on a create: %v", gone)
+			if len(obs.seen) != 1 || obs.seen[0] != "rb" || len(obs.gone) != 0 {
+				t.Errorf("after a create: seen %v, gone %v; want the created object seen", obs.seen, obs.gone)
 			}
+			h.Update(context.Background(), event.UpdateEvent{ObjectOld: rb, ObjectNew: rb}, q)
 			h.Delete(context.Background(), event.DeleteEvent{Object: rb}, q)
-			if len(gone) != 1 || gone[0] != "rb" {
-				t.Errorf("gone called with %v, want the deleted object", gone)
+			if len(obs.seen) != 1 || len(obs.gone) != 1 || obs.gone[0] != "rb" {
+				t.Errorf("after an update and a delete: seen %v, gone %v; want the deleted object gone", obs.seen, obs.gone)
 			}
+			// Without an observer the handler only enqueues.
+			EnqueueController(oriav1alpha1.GroupVersion.Group, "ScopeInstance", nil).Delete(context.Background(), event.DeleteEvent{Object: rb}, q)
 			var got []string
 			for q.Len() > 0 {
 				req, _ := q.Get()
@@ -60,3 +63,9 @@ func TestEnqueueController(t *testing.T) {
 		})
 	}
 }
+
+// observer records what EnqueueController tells an Observer.
+type observer struct{ seen, gone []string }
+
+func (o *observer) Seen(obj client.Object) { o.seen = append(o.seen, obj.GetName()) }
+func (o *observer) Gone(obj client.Object) { o.gone = append(o.gone, obj.GetName()) }

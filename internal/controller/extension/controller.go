@@ -130,7 +130,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		// Generated roles are controlled by their extension: a deleted or
 		// edited role brings its extension back for repair.
 		Watches(&rbacv1.ClusterRole{}, manager.EnqueueController(ocv1.GroupVersion.Group, ocv1.ClusterExtensionKind,
-			func(o client.Object) { memo.Gone(roleKind.Name, o) })).
+			memo.Of(roleKind.Name))).
 		// An upgrade adds or removes CRDs, and bundle-provided roles: each
 		// belongs to the extension its owner label names (old and new
 		// owner on an update). Both are watched as metadata only.
@@ -194,7 +194,7 @@ func (r *Reconciler) writer() *engine.Writer {
 	// The engine's default pool: the roles of an extension with up to 16
 	// APIs go out at once (a pool of 16 took two round trips for a 5-API
 	// extension's 20 roles).
-	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Memo: memo, Recheck: r.recheck()}
+	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Memo: memo, Recheck: r.recheck()}
 }
 
 // write applies the plan through the engine: generated roles first, then

@@ -159,9 +159,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named(ControllerName).
 		For(&oriav1alpha1.ScopeInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&rbacv1.RoleBinding{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
-			func(o client.Object) { memo.Gone(engine.RoleBindingKind.Name, o) })).
+			memo.Of(engine.RoleBindingKind.Name))).
 		Watches(&rbacv1.ClusterRoleBinding{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
-			func(o client.Object) { memo.Gone(engine.ClusterRoleBindingKind.Name, o) })).
+			memo.Of(engine.ClusterRoleBindingKind.Name))).
 		Watches(&oriav1alpha1.ScopeTemplate{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.instancesOf(ctx, o.GetName())
@@ -287,7 +287,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, instance string) error
 }
 
 func (r *Reconciler) writer() *engine.Writer {
-	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Workers: r.Workers, Memo: memo, Recheck: r.recheck()}
+	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Workers: r.Workers, Memo: memo, Recheck: r.recheck()}
 }
 
 // writerFor returns the writer of si's bindings: oria's own, or, for an

@@ -103,7 +103,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named(ControllerName).
 		For(&oriav1alpha1.ScopeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&rbacv1.ClusterRole{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeTemplate,
-			func(o client.Object) { memo.Gone(roleKind.Name, o) })).
+			memo.Of(roleKind.Name))).
 		// A referenced role that is one of oria's (an extension's generated
 		// role, another template's inline role) coming or going changes
 		// whether the template's roles exist. Other ClusterRoles are not in
@@ -193,7 +193,7 @@ func (r *Reconciler) recheck() time.Duration {
 }
 
 func (r *Reconciler) writer() *engine.Writer {
-	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Memo: memo, Recheck: r.recheck()}
+	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Memo: memo, Recheck: r.recheck()}
 }
 
 // reconcileDelete removes the inline ClusterRoles of a deleted template.
