@@ -200,7 +200,7 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 			}
 			continue
 		}
-		if w.Memo.expected(k.Name, key) {
+		if w.Memo.expected(k.Name, key) || shown(ctx, w, k, owns, key) {
 			out[i].Expected = true
 			continue
 		}
@@ -230,10 +230,6 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 // created, and read only when it exists after all.
 func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, want T, o Outcome) Outcome {
 	key := Key(want)
-	if shown(ctx, w, k, owns, key) {
-		o.Expected = true
-		return o
-	}
 	if w.Memo.has(k.Name, key) {
 		live := k.New()
 		err := w.Reader.Get(ctx, key, live)
