@@ -166,11 +166,19 @@ func NamespaceMetadata() *metav1.PartialObjectMetadata {
 //     ScopeInstance's spec.publication; LabelPublished): the rest of the
 //     cluster's ConfigMaps never reach oria's memory;
 //   - managedFields are dropped from every cached object, and bindings
-//     share their repeating parts (LeanBindings).
-func CacheOptions() cache.Options {
+//     share their repeating parts (LeanBindings);
+//   - the cache lists and watches on a connection of its own to cfg's API
+//     server (WatchHTTPClient), so that oria's writes do not hold up its
+//     watches.
+func CacheOptions(cfg *rest.Config) (cache.Options, error) {
+	hc, err := WatchHTTPClient(cfg)
+	if err != nil {
+		return cache.Options{}, err
+	}
 	managed := cache.ByObject{Label: ManagedSelector()}
 	bindings := cache.ByObject{Label: ManagedSelector(), Transform: LeanBindings()}
 	return cache.Options{
+		HTTPClient:       hc,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&rbacv1.ClusterRole{}:        managed,
@@ -181,7 +189,7 @@ func CacheOptions() cache.Options {
 				oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension,
 			})},
 		},
-	}
+	}, nil
 }
 
 // MetricsServerOptions serves /metrics as kubebuilder scaffolds it when
@@ -211,10 +219,14 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if opts.WebhookPort != 0 {
 		webhookServer = webhook.NewServer(webhook.Options{Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir})
 	}
+	cacheOpts, err := CacheOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		WebhookServer:                 webhookServer,
-		Cache:                         CacheOptions(),
+		Cache:                         cacheOpts,
 		Metrics:                       MetricsServerOptions(opts),
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		PprofBindAddress:              opts.PprofBindAddress,

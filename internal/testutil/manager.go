@@ -68,9 +68,13 @@ func StartManager(cfg *rest.Config, setup func(ctrl.Manager) error) (ctrl.Manage
 	if err != nil {
 		return nil, nil, err
 	}
+	cacheOpts, err := manager.CacheOptions(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  manager.CacheOptions(),
+		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// Tests may start several managers with the same controllers.

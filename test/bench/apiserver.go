@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -80,4 +82,77 @@ func (a *apiserver) save(name string, data []byte) {
 	if err := os.MkdirAll(a.dir, 0o755); err == nil {
 		_ = os.WriteFile(filepath.Join(a.dir, "apiserver-"+name+".pb.gz"), data, 0o644)
 	}
+}
+
+// watchHealth is what the API server's watch cache did for one resource:
+// watchers it closed because they did not keep up (each then comes back and
+// has the events it missed replayed, or everything re-listed), and the init
+// events it replayed to new or resumed watches.
+type watchHealth struct {
+	terminated, initEvents float64
+}
+
+func (w watchHealth) sub(earlier watchHealth) watchHealth {
+	return watchHealth{terminated: w.terminated - earlier.terminated, initEvents: w.initEvents - earlier.initEvents}
+}
+
+func (w watchHealth) String() string {
+	return fmt.Sprintf("%.0f watchers closed for being slow, %.0f init events replayed", w.terminated, w.initEvents)
+}
+
+// watchHealth reads the API server's watch-cache counters for resource
+// (its plural: "rolebindings").
+func (a *apiserver) watchHealth(ctx context.Context, resource string) (watchHealth, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	data, err := a.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return watchHealth{}, err
+	}
+	var w watchHealth
+	for name, v := range map[string]*float64{"apiserver_terminated_watchers_total": &w.terminated, "apiserver_init_events_total": &w.initEvents} {
+		samples, err := parseMetric(string(data), name)
+		if err != nil {
+			return watchHealth{}, err
+		}
+		*v = sumBy(samples, "resource")[resource]
+	}
+	return w, nil
+}
+
+// watchedResources are the resources whose watch health the log reports
+// for each timed phase.
+var watchedResources = []string{"rolebindings", "clusterroles"}
+
+// watchSnapshot reads watchHealth for watchedResources; nil if the API
+// server's metrics cannot be read (the log then says nothing).
+func (a *apiserver) watchSnapshot(ctx context.Context) map[string]watchHealth {
+	out := map[string]watchHealth{}
+	for _, r := range watchedResources {
+		w, err := a.watchHealth(ctx, r)
+		if err != nil {
+			return nil
+		}
+		out[r] = w
+	}
+	return out
+}
+
+// watchSince describes the watch health since an earlier snapshot, for
+// the resources where something happened.
+func (a *apiserver) watchSince(ctx context.Context, earlier map[string]watchHealth) string {
+	now := a.watchSnapshot(ctx)
+	if now == nil || earlier == nil {
+		return "unknown"
+	}
+	var parts []string
+	for _, r := range watchedResources {
+		if d := now[r].sub(earlier[r]); d != (watchHealth{}) {
+			parts = append(parts, r+": "+d.String())
+		}
+	}
+	if len(parts) == 0 {
+		return "no watcher closed, no init events"
+	}
+	return strings.Join(parts, "; ")
 }

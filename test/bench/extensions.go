@@ -70,11 +70,11 @@ func (b *bench) extensions(ctx context.Context) error {
 
 	b.logf("oria: switching %d ClusterExtensions to Legacy; waiting for %d ClusterRoles and %d conditions", b.cfg.extensions, r.Objects, b.cfg.extensions)
 	sel := labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}).String() + "," + oriav1alpha1.LabelExtension
-	obs, err := observe(ctx, b.md, clusterRolesGVR, sel)
+	obs, err := observe(ctx, b.watch.md, clusterRolesGVR, sel)
 	if err != nil {
 		return err
 	}
-	conds, err := observeConditions(ctx, b.dyn, oriav1alpha1.TypeRBACManaged, oriav1alpha1.ReasonLegacy)
+	conds, err := observeConditions(ctx, b.watch.dyn, oriav1alpha1.TypeRBACManaged, oriav1alpha1.ReasonLegacy)
 	if err != nil {
 		return err
 	}

@@ -106,7 +106,7 @@ func (b *bench) setupSpread(ctx context.Context, r *Result, s *spread) error {
 // watching the instances' RoleBindings.
 func (b *bench) convergeSpread(ctx context.Context, r *Result, s *spread) (*observer, error) {
 	b.logf("oria: creating %d ScopeInstance(s) %s; waiting for %d RoleBindings", len(s.instances), s.instances[0], s.bindings())
-	obs, err := observe(ctx, b.md, roleBindingsGVR, s.instanceSelector())
+	obs, err := observe(ctx, b.watch.md, roleBindingsGVR, s.instanceSelector())
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -69,8 +68,8 @@ type floor struct {
 	limited bool
 	name    string
 	cs      kubernetes.Interface
-	md      metadata.Interface
-	dyn     dynamic.Interface
+	dyn     dynamic.Interface // writes
+	watch   watchClients
 	workers int
 	timeout time.Duration
 	// apply writes with server-side apply, as oria does, instead of create.
@@ -90,7 +89,7 @@ func newFloor(cfg *rest.Config, qps float64, burst, workers int, timeout time.Du
 	if err != nil {
 		return nil, err
 	}
-	md, err := metadata.NewForConfig(cfg)
+	watch, err := newWatchClients(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +97,7 @@ func newFloor(cfg *rest.Config, qps float64, burst, workers int, timeout time.Du
 	if err != nil {
 		return nil, err
 	}
-	f := &floor{limited: qps > 0, name: "no client limit", cs: cs, md: md, dyn: dyn, workers: workers, timeout: timeout, apply: apply}
+	f := &floor{limited: qps > 0, name: "no client limit", cs: cs, dyn: dyn, watch: watch, workers: workers, timeout: timeout, apply: apply}
 	if f.limited {
 		f.name = fmt.Sprintf("qps %g, burst %d", qps, burst)
 	}
@@ -120,7 +119,7 @@ type expected struct {
 func (f *floor) run(ctx context.Context, gvr schema.GroupVersionResource, n, requests int, do func(ctx context.Context, i int) error, others ...expected) (time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	obs, err := observe(ctx, f.md, gvr, labelFloor)
+	obs, err := observe(ctx, f.watch.md, gvr, labelFloor)
 	if err != nil {
 		return 0, err
 	}
@@ -214,7 +213,7 @@ func (f *floor) extensions(ctx context.Context, crds []crdName) (time.Duration, 
 			return applyFloorCondition(ctx, f.dyn, ext, floorConditionType, len(byExtension[ext]))
 		})
 	}
-	conds, err := observeConditions(ctx, f.dyn, floorConditionType, "Legacy")
+	conds, err := observeConditions(ctx, f.watch.dyn, floorConditionType, "Legacy")
 	if err != nil {
 		return 0, err
 	}

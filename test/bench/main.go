@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/oria/internal/manager"
@@ -234,7 +233,7 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 	if err != nil {
 		return err
 	}
-	md, err := metadata.NewForConfig(cluster.Config)
+	watch, err := newWatchClients(cluster.Config)
 	if err != nil {
 		return err
 	}
@@ -260,7 +259,7 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 	}()
 
 	b := &bench{
-		cfg: cfg, admin: admin, md: md, dyn: dyn, oria: oria, report: report, logf: logf,
+		cfg: cfg, admin: admin, watch: watch, dyn: dyn, oria: oria, report: report, logf: logf,
 		mem:    newSampler(ctx, oria.Pid(), 100*time.Millisecond),
 		cpPIDs: childPIDs("etcd", "kube-apiserver"),
 	}

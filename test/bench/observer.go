@@ -8,10 +8,40 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/operator-framework/oria/internal/manager"
 )
+
+// watchClients are what observers watch with: a connection of their own
+// (manager.OwnConnection), as oria's cache has, so that the floor's and the
+// trigger's writes do not hold up the watch that times them (the API server
+// closes a watch that falls behind, and replays what it missed).
+type watchClients struct {
+	md  metadata.Interface
+	dyn dynamic.Interface
+}
+
+func newWatchClients(cfg *rest.Config) (watchClients, error) {
+	own := manager.OwnConnection(cfg)
+	hc, err := rest.HTTPClientFor(own)
+	if err != nil {
+		return watchClients{}, err
+	}
+	md, err := metadata.NewForConfigAndClient(own, hc)
+	if err != nil {
+		return watchClients{}, err
+	}
+	dyn, err := dynamic.NewForConfigAndClient(own, hc)
+	if err != nil {
+		return watchClients{}, err
+	}
+	return watchClients{md: md, dyn: dyn}, nil
+}
 
 // observer records when objects matching a label selector first appear,
 // through a metadata-only informer (the watch events' arrival time).

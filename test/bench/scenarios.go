@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -45,9 +44,9 @@ const setupWorkers = 16
 // bench holds what the scenarios share.
 type bench struct {
 	cfg   *config
-	admin client.Client      // cluster-admin, not rate limited: setup only
-	md    metadata.Interface // cluster-admin, for observers
-	dyn   dynamic.Interface  // cluster-admin, for observers and the floor's clean-up
+	admin client.Client     // cluster-admin, not rate limited: setup only
+	watch watchClients      // cluster-admin, for observers
+	dyn   dynamic.Interface // cluster-admin, for the trigger and the floor's clean-up
 	// floors: without a client-side limit, then at oria's QPS and burst
 	// when oria has a limit; none with -no-floor.
 	floors []*floor
@@ -68,6 +67,7 @@ type span struct {
 	requests   requestCounts
 	waits      waits
 	name       string
+	watch      map[string]watchHealth
 }
 
 func (b *bench) begin(ctx context.Context, name string) (*span, error) {
@@ -87,7 +87,8 @@ func (b *bench) begin(ctx context.Context, name string) (*span, error) {
 	b.oria.startCPUProfile(ctx, name)
 	b.apiserver.snapshot(ctx, name+"-begin")
 	b.apiserver.startCPUProfile(ctx, name)
-	return &span{start: time.Now(), cpu: cpu, cpCPU: b.controlPlaneCPU(), requests: req, waits: w, name: name}, nil
+	watch := b.apiserver.watchSnapshot(ctx)
+	return &span{start: time.Now(), cpu: cpu, cpCPU: b.controlPlaneCPU(), requests: req, waits: w, name: name, watch: watch}, nil
 }
 
 // end closes the window and fills r's resource figures.
@@ -100,6 +101,7 @@ func (b *bench) end(ctx context.Context, s *span, r *Result) error {
 	}
 	r.CPUSeconds = cpu - s.cpu
 	r.ControlPlaneCPUSeconds = b.controlPlaneCPU() - s.cpCPU
+	b.logf("%s: API server watches: %s", s.name, b.apiserver.watchSince(ctx, s.watch))
 	b.apiserver.snapshot(ctx, s.name+"-end")
 	req, err := b.oria.metrics.requests(ctx)
 	if err != nil {
@@ -215,12 +217,14 @@ func (b *bench) measureFloors(ctx context.Context, r *Result, create func(contex
 		b.logf("floor (%s): creating %d objects", f.name, r.Objects)
 		b.apiserver.snapshot(ctx, "floor-"+r.Name+"-begin")
 		b.apiserver.startCPUProfile(ctx, "floor-"+r.Name)
+		watch := b.apiserver.watchSnapshot(ctx)
 		cp := b.controlPlaneCPU()
 		d, err := create(ctx, f)
 		if err != nil {
 			return err
 		}
 		b.logf("floor (%s): objects per second %s%s", f.name, f.timeline, f.detail)
+		b.logf("floor (%s): API server watches: %s", f.name, b.apiserver.watchSince(ctx, watch))
 		if f.limited {
 			r.QPSFloorSeconds = d.Seconds()
 		} else {

@@ -101,8 +101,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	watchClient, err := manager.WatchHTTPClient(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
 	bundleCache, err := cache.New(mgr.GetConfig(), manager.BundleRoleCacheOptions(cache.Options{
-		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: watchClient,
 	}))
 	if err != nil {
 		return fmt.Errorf("creating the bundle-provided ClusterRole cache: %w", err)
