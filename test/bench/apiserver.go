@@ -100,40 +100,32 @@ func (w watchHealth) String() string {
 	return fmt.Sprintf("%.0f watchers closed for being slow, %.0f init events replayed", w.terminated, w.initEvents)
 }
 
-// watchHealth reads the API server's watch-cache counters for resource
-// (its plural: "rolebindings").
-func (a *apiserver) watchHealth(ctx context.Context, resource string) (watchHealth, error) {
+// watchedResources are the resources whose watch health the log reports
+// for each timed phase (their plurals).
+var watchedResources = []string{"rolebindings", "clusterroles"}
+
+// watchSnapshot reads the API server's watch-cache counters for
+// watchedResources from one scrape of its /metrics; nil if they cannot be
+// read (watchSince then says "unknown").
+func (a *apiserver) watchSnapshot(ctx context.Context) map[string]watchHealth {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	data, err := a.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return watchHealth{}, err
+		return nil
 	}
-	var w watchHealth
-	for name, v := range map[string]*float64{"apiserver_terminated_watchers_total": &w.terminated, "apiserver_init_events_total": &w.initEvents} {
-		samples, err := parseMetric(string(data), name)
-		if err != nil {
-			return watchHealth{}, err
-		}
-		*v = sumBy(samples, "resource")[resource]
+	terminated, err := parseMetric(string(data), "apiserver_terminated_watchers_total")
+	if err != nil {
+		return nil
 	}
-	return w, nil
-}
-
-// watchedResources are the resources whose watch health the log reports
-// for each timed phase.
-var watchedResources = []string{"rolebindings", "clusterroles"}
-
-// watchSnapshot reads watchHealth for watchedResources; nil if the API
-// server's metrics cannot be read (the log then says nothing).
-func (a *apiserver) watchSnapshot(ctx context.Context) map[string]watchHealth {
+	initEvents, err := parseMetric(string(data), "apiserver_init_events_total")
+	if err != nil {
+		return nil
+	}
+	t, i := sumBy(terminated, "resource"), sumBy(initEvents, "resource")
 	out := map[string]watchHealth{}
 	for _, r := range watchedResources {
-		w, err := a.watchHealth(ctx, r)
-		if err != nil {
-			return nil
-		}
-		out[r] = w
+		out[r] = watchHealth{terminated: t[r], initEvents: i[r]}
 	}
 	return out
 }

@@ -27,16 +27,15 @@ type watchClients struct {
 }
 
 func newWatchClients(cfg *rest.Config) (watchClients, error) {
-	own := manager.OwnConnection(cfg)
-	hc, err := rest.HTTPClientFor(own)
+	hc, err := manager.WatchHTTPClient(cfg)
 	if err != nil {
 		return watchClients{}, err
 	}
-	md, err := metadata.NewForConfigAndClient(own, hc)
+	md, err := metadata.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return watchClients{}, err
 	}
-	dyn, err := dynamic.NewForConfigAndClient(own, hc)
+	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return watchClients{}, err
 	}
