@@ -104,42 +104,80 @@ func (w watchHealth) String() string {
 // for each timed phase (their plurals).
 var watchedResources = []string{"rolebindings", "clusterroles"}
 
-// watchSnapshot reads the API server's watch-cache counters for
-// watchedResources from one scrape of its /metrics; nil if they cannot be
-// read (watchSince then says "unknown").
-func (a *apiserver) watchSnapshot(ctx context.Context) map[string]watchHealth {
+// serverState is what one scrape of the API server's /metrics says about
+// the conditions a phase runs in: its watch caches' counters and sizes (a
+// watch cache keeps the recent events of its resource, up to its capacity,
+// and grows it while events arrive faster than it drops them), and its
+// heap.
+type serverState struct {
+	watch map[string]watchHealth
+	// capacity is each watched resource's watch-cache capacity (events).
+	capacity map[string]float64
+	// heapInUse is the API server's Go heap in use, in bytes.
+	heapInUse float64
+}
+
+// state scrapes the API server's /metrics once; nil if it cannot be read
+// (watchSince then says "unknown").
+func (a *apiserver) state(ctx context.Context) *serverState {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	data, err := a.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil
 	}
-	terminated, err := parseMetric(string(data), "apiserver_terminated_watchers_total")
-	if err != nil {
-		return nil
-	}
-	initEvents, err := parseMetric(string(data), "apiserver_init_events_total")
-	if err != nil {
-		return nil
-	}
-	t, i := sumBy(terminated, "resource"), sumBy(initEvents, "resource")
-	out := map[string]watchHealth{}
-	for _, r := range watchedResources {
-		out[r] = watchHealth{terminated: t[r], initEvents: i[r]}
-	}
-	return out
+	return parseServerState(string(data))
 }
 
-// watchSince describes the watch health since an earlier snapshot, for
-// the resources where something happened.
-func (a *apiserver) watchSince(ctx context.Context, earlier map[string]watchHealth) string {
-	now := a.watchSnapshot(ctx)
+// parseServerState reads a serverState from the API server's metrics text
+// (a metric with no samples counts as zero); nil when it does not parse.
+func parseServerState(text string) *serverState {
+	terminated, err := parseMetric(text, "apiserver_terminated_watchers_total")
+	if err != nil {
+		return nil
+	}
+	initEvents, err := parseMetric(text, "apiserver_init_events_total")
+	if err != nil {
+		return nil
+	}
+	st := &serverState{watch: map[string]watchHealth{}, capacity: map[string]float64{}}
+	t, i := sumBy(terminated, "resource"), sumBy(initEvents, "resource")
+	var c map[string]float64
+	if capacity, err := parseMetric(text, "apiserver_watch_cache_capacity"); err == nil {
+		c = sumBy(capacity, "resource")
+	}
+	for _, r := range watchedResources {
+		st.watch[r] = watchHealth{terminated: t[r], initEvents: i[r]}
+		st.capacity[r] = c[r]
+	}
+	if heap, err := parseMetric(text, "go_memstats_heap_inuse_bytes"); err == nil {
+		st.heapInUse = sum(heap)
+	}
+	return st
+}
+
+// String describes the conditions at a phase's start.
+func (s *serverState) String() string {
+	if s == nil {
+		return "unknown"
+	}
+	parts := []string{fmt.Sprintf("heap in use %.0f MB", s.heapInUse/(1<<20))}
+	for _, r := range watchedResources {
+		parts = append(parts, fmt.Sprintf("%s watch cache %.0f events", r, s.capacity[r]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// watchSince describes the watch health since an earlier state, for the
+// resources where something happened.
+func (a *apiserver) watchSince(ctx context.Context, earlier *serverState) string {
+	now := a.state(ctx)
 	if now == nil || earlier == nil {
 		return "unknown"
 	}
 	var parts []string
 	for _, r := range watchedResources {
-		if d := now[r].sub(earlier[r]); d != (watchHealth{}) {
+		if d := now.watch[r].sub(earlier.watch[r]); d != (watchHealth{}) {
 			parts = append(parts, r+": "+d.String())
 		}
 	}

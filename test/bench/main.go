@@ -44,6 +44,7 @@ type config struct {
 	scenarios                                  []string
 	timeout                                    time.Duration
 	noFloor, floorApply, failOnTarget, profile bool
+	floorWarmup                                bool
 	oriaBin, outDir                            string
 	oriaArgs                                   []string
 }
@@ -73,6 +74,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.burst, "burst", manager.DefaultKubeAPIBurst, "oria's --kube-api-burst (default: oria's), for a positive -qps.")
 	fs.IntVar(&c.floorWorkers, "floor-workers", 32, "Parallel workers of the floor client.")
 	fs.BoolVar(&c.noFloor, "no-floor", false, "Skip the floor measurements.")
+	fs.BoolVar(&c.floorWarmup, "floor-warmup", true, "Run the floor without a client-side limit once, untimed, before timing it, so that it starts like oria's phase: right after the row's objects were created and deleted once.")
 	fs.BoolVar(&c.floorApply, "floor-apply", false, "The floor writes with server-side apply, as oria does, instead of create.")
 	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, fanout-publish, scale, idle; all = extensions, fanout, fanout-publish, idle.")
 	quick := fs.Bool("quick", false, "Small sizes for a fast run: -extensions=20 -crds-per-extension=5 -namespaces=200 -new-namespaces=20 -idle-seconds=15 -scale-namespaces=500 (explicit flags win).")
@@ -174,7 +176,7 @@ func run(args []string) int {
 	report := &Report{Started: time.Now(), Host: host(), Config: Sizes{
 		Extensions: cfg.extensions, CRDsPerExtension: cfg.crds, Namespaces: cfg.namespaces, NewNamespaces: cfg.newNamespaces,
 		ScaleInstances: cfg.scaleInstances, ScaleNamespaces: cfg.scaleNamespaces,
-		IdleSeconds: cfg.idleSeconds, QPS: cfg.qps, Burst: cfg.burst, FloorWorkers: cfg.floorWorkers, FloorApply: cfg.floorApply,
+		IdleSeconds: cfg.idleSeconds, QPS: cfg.qps, Burst: cfg.burst, FloorWorkers: cfg.floorWorkers, FloorApply: cfg.floorApply, FloorWarmup: cfg.floorWarmup,
 		Scenarios: cfg.scenarios, OriaBinary: cfg.oriaBin, OriaArgs: cfg.oriaArgs,
 	}}
 	start := time.Now()

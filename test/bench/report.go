@@ -47,6 +47,7 @@ type Sizes struct {
 	Burst        int      `json:"burst"`
 	FloorWorkers int      `json:"floorWorkers"`
 	FloorApply   bool     `json:"floorApply"`
+	FloorWarmup  bool     `json:"floorWarmup"`
 	Scenarios    []string `json:"scenarios"`
 	OriaBinary   string   `json:"oriaBinary"`
 	OriaArgs     []string `json:"oriaArgs,omitempty"`
@@ -66,6 +67,9 @@ type Result struct {
 	Seconds         float64 `json:"seconds,omitempty"`
 	FloorSeconds    float64 `json:"floorSeconds,omitempty"`
 	QPSFloorSeconds float64 `json:"qpsFloorSeconds,omitempty"`
+	// FloorWarmupSeconds is the untimed first run of the floor without a
+	// client-side limit (-floor-warmup; see measureFloors).
+	FloorWarmupSeconds float64 `json:"floorWarmupSeconds,omitempty"`
 	// FirstSeconds is the time until oria's first object arrived: how long
 	// oria takes to react, before its writes' throughput counts.
 	FirstSeconds float64 `json:"firstSeconds,omitempty"`
@@ -145,7 +149,11 @@ func (r *Report) render(w io.Writer) error {
 	fmt.Fprintf(w, "sizes: %d extensions x %d CRDs, %d namespaces (+%d new), scale %d x %d, idle %ds; oria's client: %s; floor: %d workers, %s\n",
 		c.Extensions, c.CRDsPerExtension, c.Namespaces, c.NewNamespaces, c.ScaleInstances, c.ScaleNamespaces, c.IdleSeconds,
 		fmtLimit(c.QPS, c.Burst), c.FloorWorkers, method)
-	fmt.Fprintf(w, "floor: a plain client without a client-side limit; floor@qps: the same at oria's QPS and burst (\"-\" when oria has no limit)\n\n")
+	warm := ", timed cold"
+	if c.FloorWarmup {
+		warm = ", timed after an untimed warm-up run"
+	}
+	fmt.Fprintf(w, "floor: a plain client without a client-side limit%s; floor@qps: the same at oria's QPS and burst (\"-\" when oria has no limit)\n\n", warm)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tobjects\toria\tfirst\tfloor\tratio\tfloor@qps\tratio@qps\tp50\tp99\tmax\twrites\treads (GET)\tpeak RSS\toria CPU\tapiserver+etcd CPU")

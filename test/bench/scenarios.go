@@ -67,7 +67,7 @@ type span struct {
 	requests   requestCounts
 	waits      waits
 	name       string
-	watch      map[string]watchHealth
+	watch      *serverState
 }
 
 func (b *bench) begin(ctx context.Context, name string) (*span, error) {
@@ -87,7 +87,8 @@ func (b *bench) begin(ctx context.Context, name string) (*span, error) {
 	b.oria.startCPUProfile(ctx, name)
 	b.apiserver.snapshot(ctx, name+"-begin")
 	b.apiserver.startCPUProfile(ctx, name)
-	watch := b.apiserver.watchSnapshot(ctx)
+	watch := b.apiserver.state(ctx)
+	b.logf("%s: API server at the start: %s", name, watch)
 	return &span{start: time.Now(), cpu: cpu, cpCPU: b.controlPlaneCPU(), requests: req, waits: w, name: name, watch: watch}, nil
 }
 
@@ -212,33 +213,62 @@ func (b *bench) converge(ctx context.Context, r *Result, obs *observer, n int, s
 // measureFloors times every floor client creating a row's objects with
 // create, deletes them again with clean, and lets the cluster settle, so
 // that oria starts from the same state.
+//
+// With -floor-warmup the floor without a client-side limit runs once
+// before it is timed. oria's phase starts right after a floor created and
+// deleted the row's objects: the API server's watch cache then holds those
+// events (it grew to keep them) and its heap is that much larger, which
+// costs it garbage-collection work throughout the phase. The warm-up puts
+// the timed floor in the same position; the log shows the API server's
+// heap and watch-cache sizes at the start of every phase.
 func (b *bench) measureFloors(ctx context.Context, r *Result, create func(context.Context, *floor) (time.Duration, error), clean func(context.Context) error) error {
 	for _, f := range b.floors {
-		b.logf("floor (%s): creating %d objects", f.name, r.Objects)
-		b.apiserver.snapshot(ctx, "floor-"+r.Name+"-begin")
-		b.apiserver.startCPUProfile(ctx, "floor-"+r.Name)
-		watch := b.apiserver.watchSnapshot(ctx)
+		if b.cfg.floorWarmup && !f.limited {
+			d, err := b.floorPhase(ctx, r, f, "warm-up", create, clean)
+			if err != nil {
+				return err
+			}
+			r.FloorWarmupSeconds = d.Seconds()
+		}
 		cp := b.controlPlaneCPU()
-		d, err := create(ctx, f)
+		d, err := b.floorPhase(ctx, r, f, "", create, clean)
 		if err != nil {
 			return err
 		}
-		b.logf("floor (%s): objects per second %s%s", f.name, f.timeline, f.detail)
-		b.logf("floor (%s): API server watches: %s", f.name, b.apiserver.watchSince(ctx, watch))
 		if f.limited {
 			r.QPSFloorSeconds = d.Seconds()
 		} else {
-			r.FloorSeconds, r.FloorControlPlaneCPUSeconds = d.Seconds(), b.controlPlaneCPU()-cp
-		}
-		b.apiserver.snapshot(ctx, "floor-"+r.Name+"-end")
-		if err := clean(ctx); err != nil {
-			return fmt.Errorf("deleting the floor's objects: %w", err)
-		}
-		if err := b.settle(ctx, "after the floor"); err != nil {
-			return err
+			r.FloorSeconds, r.FloorControlPlaneCPUSeconds = d.Seconds(), f.controlPlaneCPU-cp
 		}
 	}
 	return nil
+}
+
+// floorPhase runs one floor measurement (a warm-up when what is set), then
+// cleans up and settles; f.controlPlaneCPU is the control plane's CPU time
+// at the end of the measurement.
+func (b *bench) floorPhase(ctx context.Context, r *Result, f *floor, what string, create func(context.Context, *floor) (time.Duration, error), clean func(context.Context) error) (time.Duration, error) {
+	label, phase := "floor ("+f.name+")", "floor-"+r.Name
+	if what != "" {
+		label, phase = label+" "+what, phase+"-"+what
+	}
+	b.logf("%s: creating %d objects", label, r.Objects)
+	b.apiserver.snapshot(ctx, phase+"-begin")
+	b.apiserver.startCPUProfile(ctx, phase)
+	watch := b.apiserver.state(ctx)
+	b.logf("%s: API server at the start: %s", label, watch)
+	d, err := create(ctx, f)
+	if err != nil {
+		return 0, err
+	}
+	f.controlPlaneCPU = b.controlPlaneCPU()
+	b.logf("%s: %.2fs; objects per second %s%s", label, d.Seconds(), f.timeline, f.detail)
+	b.logf("%s: API server watches: %s", label, b.apiserver.watchSince(ctx, watch))
+	b.apiserver.snapshot(ctx, phase+"-end")
+	if err := clean(ctx); err != nil {
+		return 0, fmt.Errorf("deleting the floor's objects: %w", err)
+	}
+	return d, b.settle(ctx, "after the floor")
 }
 
 // idle is scenario 4: with everything converged, oria must not write.
