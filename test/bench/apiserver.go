@@ -143,7 +143,7 @@ func parseServerState(text string) *serverState {
 	st := &serverState{watch: map[string]watchHealth{}, capacity: map[string]float64{}}
 	t, i := sumBy(terminated, "resource"), sumBy(initEvents, "resource")
 	var c map[string]float64
-	if capacity, err := parseMetric(text, "apiserver_watch_cache_capacity"); err == nil {
+	if capacity, err := parseMetric(text, "watch_cache_capacity"); err == nil {
 		c = sumBy(capacity, "resource")
 	}
 	for _, r := range watchedResources {

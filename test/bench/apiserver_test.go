@@ -9,11 +9,11 @@ import (
 // server's metrics: watch counters and watch-cache capacities by resource
 // (summed over groups), and the heap.
 func TestParseServerState(t *testing.T) {
-	text := `# HELP apiserver_watch_cache_capacity [ALPHA] Total capacity of watch cache broken by resource type.
-# TYPE apiserver_watch_cache_capacity gauge
-apiserver_watch_cache_capacity{group="rbac.authorization.k8s.io",resource="rolebindings"} 131072
-apiserver_watch_cache_capacity{group="rbac.authorization.k8s.io",resource="clusterroles"} 800
-apiserver_watch_cache_capacity{group="",resource="namespaces"} 5000
+	text := `# HELP watch_cache_capacity [ALPHA] Total capacity of watch cache broken by resource type.
+# TYPE watch_cache_capacity gauge
+watch_cache_capacity{group="rbac.authorization.k8s.io",resource="rolebindings"} 131072
+watch_cache_capacity{group="rbac.authorization.k8s.io",resource="clusterroles"} 800
+watch_cache_capacity{group="",resource="namespaces"} 5000
 apiserver_terminated_watchers_total{group="rbac.authorization.k8s.io",resource="rolebindings"} 3
 apiserver_init_events_total{group="rbac.authorization.k8s.io",resource="rolebindings"} 40
 apiserver_init_events_total{group="rbac.authorization.k8s.io",resource="clusterroles"} 7

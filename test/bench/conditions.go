@@ -23,13 +23,13 @@ const floorConditionType = "BenchFloor"
 var clusterExtensionsGVR = ocv1.GroupVersion.WithResource("clusterextensions")
 
 // observeConditions starts an observer of the ClusterExtensions whose
-// condition condType is True with the given reason, and waits for its
+// condition condType has the given status and reason, and waits for its
 // informer to sync; it stops with ctx.
-func observeConditions(ctx context.Context, dyn dynamic.Interface, condType, reason string) (*observer, error) {
+func observeConditions(ctx context.Context, dyn dynamic.Interface, condType string, status metav1.ConditionStatus, reason string) (*observer, error) {
 	o := newObserver()
 	inf := dynamicinformer.NewFilteredDynamicInformer(dyn, clusterExtensionsGVR, metav1.NamespaceAll, 0, cache.Indexers{}, nil)
 	check := func(obj any) {
-		if u, ok := obj.(*unstructured.Unstructured); ok && hasCondition(u, condType, reason) {
+		if u, ok := obj.(*unstructured.Unstructured); ok && hasCondition(u, condType, status, reason) {
 			o.record("", u.GetName())
 		}
 	}
@@ -48,14 +48,14 @@ func observeConditions(ctx context.Context, dyn dynamic.Interface, condType, rea
 	return o, nil
 }
 
-// hasCondition reports whether u's status has condition condType, True,
-// with the given reason.
-func hasCondition(u *unstructured.Unstructured, condType, reason string) bool {
+// hasCondition reports whether u's status has condition condType with the
+// given status and reason.
+func hasCondition(u *unstructured.Unstructured, condType string, status metav1.ConditionStatus, reason string) bool {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
 		if ok && m["type"] == condType {
-			return m["status"] == string(metav1.ConditionTrue) && m["reason"] == reason
+			return m["status"] == string(status) && m["reason"] == reason
 		}
 	}
 	return false

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -27,10 +28,10 @@ func TestFloorCondition(t *testing.T) {
 	if u.GetName() != "ext" || u.GetKind() != "ClusterExtension" {
 		t.Errorf("object = %s %s", u.GetKind(), u.GetName())
 	}
-	if !hasCondition(u, floorConditionType, "Legacy") {
+	if !hasCondition(u, floorConditionType, metav1.ConditionTrue, "Legacy") {
 		t.Errorf("hasCondition(%s, Legacy) = false for %s", floorConditionType, data)
 	}
-	if hasCondition(u, floorConditionType, "FineGrained") || hasCondition(u, "RBACManaged", "Legacy") {
+	if hasCondition(u, floorConditionType, metav1.ConditionTrue, "FineGrained") || hasCondition(u, "RBACManaged", metav1.ConditionTrue, "Legacy") {
 		t.Error("hasCondition matched another reason or type")
 	}
 
@@ -49,13 +50,16 @@ func TestHasCondition(t *testing.T) {
 		map[string]any{"type": "Installed", "status": "True", "reason": "Succeeded"},
 		map[string]any{"type": "RBACManaged", "status": "False", "reason": "Legacy"},
 	}}}}
-	if hasCondition(u, "RBACManaged", "Legacy") {
+	if hasCondition(u, "RBACManaged", metav1.ConditionTrue, "Legacy") {
 		t.Error("a False condition counted")
 	}
-	if !hasCondition(u, "Installed", "Succeeded") {
+	if !hasCondition(u, "Installed", metav1.ConditionTrue, "Succeeded") {
 		t.Error("a True condition with the reason did not count")
 	}
-	if hasCondition(&unstructured.Unstructured{Object: map[string]any{}}, "Installed", "Succeeded") {
+	if !hasCondition(u, "RBACManaged", metav1.ConditionFalse, "Legacy") {
+		t.Error("a False condition with the reason did not count when False was asked for")
+	}
+	if hasCondition(&unstructured.Unstructured{Object: map[string]any{}}, "Installed", metav1.ConditionTrue, "Succeeded") {
 		t.Error("an object without status counted")
 	}
 }

@@ -60,32 +60,47 @@ func (b *bench) extensions(ctx context.Context) error {
 		return err
 	}
 
-	if err := b.measureFloors(ctx, r, func(ctx context.Context, f *floor) (time.Duration, error) {
-		return f.extensions(ctx, crds)
-	}, func(ctx context.Context) error {
-		return b.cleanFloorExtensions(ctx)
-	}); err != nil {
-		return err
-	}
+	return b.measureRounds(ctx, r, b.cfg.repeat, phases{
+		floors: func(ctx context.Context, rr *Result, warmup bool) error {
+			return b.measureFloors(ctx, rr, warmup, func(ctx context.Context, f *floor) (time.Duration, error) {
+				return f.extensions(ctx, crds)
+			}, b.cleanFloorExtensions)
+		},
+		oria: b.convergeExtensions,
+		undo: b.undoExtensions,
+	})
+}
 
+// managedRoles selects the ClusterRoles oria generates for extensions.
+var managedRoles = labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}).String() + "," + oriav1alpha1.LabelExtension
+
+// setModes patches every extension's mode annotation (the trigger).
+func (b *bench) setModes(ctx context.Context, mode oriav1alpha1.RBACMode) error {
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, oriav1alpha1.AnnotationRBACMode, mode))
+	return parallel(ctx, setupWorkers, b.cfg.extensions, func(ctx context.Context, i int) error {
+		ce := testutil.ClusterExtension(extensionName(i), "")
+		return b.admin.Patch(ctx, ce, client.RawPatch(types.MergePatchType, patch))
+	})
+}
+
+// convergeExtensions switches every extension to Legacy and measures the
+// time until oria's ClusterRoles exist and every condition says Legacy.
+func (b *bench) convergeExtensions(ctx context.Context, r *Result) error {
 	b.logf("oria: switching %d ClusterExtensions to Legacy; waiting for %d ClusterRoles and %d conditions", b.cfg.extensions, r.Objects, b.cfg.extensions)
-	sel := labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}).String() + "," + oriav1alpha1.LabelExtension
-	obs, err := observe(ctx, b.watch.md, clusterRolesGVR, sel)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	obs, err := observe(ctx, b.watch.md, clusterRolesGVR, managedRoles)
 	if err != nil {
 		return err
 	}
-	conds, err := observeConditions(ctx, b.watch.dyn, oriav1alpha1.TypeRBACManaged, oriav1alpha1.ReasonLegacy)
+	conds, err := observeConditions(ctx, b.watch.dyn, oriav1alpha1.TypeRBACManaged, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy)
 	if err != nil {
 		return err
 	}
 	var t0 time.Time
 	if err := b.converge(ctx, r, obs, r.Objects, func(ctx context.Context) error {
 		t0 = time.Now()
-		return parallel(ctx, setupWorkers, b.cfg.extensions, func(ctx context.Context, i int) error {
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, oriav1alpha1.AnnotationRBACMode, oriav1alpha1.RBACModeLegacy)
-			ce := testutil.ClusterExtension(extensionName(i), "")
-			return b.admin.Patch(ctx, ce, client.RawPatch("application/merge-patch+json", []byte(patch)))
-		})
+		return b.setModes(ctx, oriav1alpha1.RBACModeLegacy)
 	}); err != nil || !r.Converged {
 		return err
 	}
@@ -98,6 +113,45 @@ func (b *bench) extensions(ctx context.Context) error {
 	b.logf("extensions: ClusterRoles after %.2fs, conditions after %.2fs", r.Seconds, last.Sub(t0).Seconds())
 	r.RolesSeconds, r.Seconds = r.Seconds, max(r.Seconds, last.Sub(t0).Seconds())
 	return nil
+}
+
+// undoExtensions switches every extension to Unmanaged, which removes
+// oria's ClusterRoles, and waits until they are gone and every condition
+// says Unmanaged.
+func (b *bench) undoExtensions(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	conds, err := observeConditions(ctx, b.watch.dyn, oriav1alpha1.TypeRBACManaged, metav1.ConditionFalse, oriav1alpha1.ReasonUnmanaged)
+	if err != nil {
+		return err
+	}
+	if err := b.setModes(ctx, oriav1alpha1.RBACModeUnmanaged); err != nil {
+		return err
+	}
+	if _, _, err := conds.waitCount(ctx, b.cfg.extensions, b.cfg.timeout); err != nil {
+		return fmt.Errorf("conditions: %w", err)
+	}
+	sel, err := labels.Parse(managedRoles)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(b.cfg.timeout)
+	for {
+		roles := &metav1.PartialObjectMetadataList{}
+		roles.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("ClusterRoleList"))
+		err := b.admin.List(ctx, roles, client.MatchingLabelsSelector{Selector: sel}, client.Limit(1))
+		switch {
+		case err == nil && len(roles.Items) == 0:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("oria's ClusterRoles still there after %s (%v)", b.cfg.timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // cleanFloorExtensions deletes the floor's ClusterRoles and takes its

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -66,9 +68,8 @@ func (s *spread) instanceSelector() string {
 	return fmt.Sprintf("%s in (%s)", oriav1alpha1.LabelScopeInstance, strings.Join(values, ","))
 }
 
-// setupSpread creates the spread's namespaces and template (not timed) and
-// measures the floors: the same RoleBindings created by a plain client.
-func (b *bench) setupSpread(ctx context.Context, r *Result, s *spread) error {
+// setupSpread creates the spread's namespaces and template (not timed).
+func (b *bench) setupSpread(ctx context.Context, s *spread) error {
 	b.logf("creating %d namespaces and ScopeTemplate %s", len(s.namespaces), s.name)
 	if err := parallel(ctx, setupWorkers, len(s.namespaces), func(ctx context.Context, i int) error {
 		return b.admin.Create(ctx, testutil.Namespace(s.namespaces[i], s.selector()))
@@ -88,15 +89,68 @@ func (b *bench) setupSpread(ctx context.Context, r *Result, s *spread) error {
 	if err := b.admin.Create(ctx, tmpl); err != nil {
 		return fmt.Errorf("creating ScopeTemplate: %w", err)
 	}
-	if err := b.settle(ctx, "after creating namespaces"); err != nil {
+	return b.settle(ctx, "after creating namespaces")
+}
+
+// measureSpread measures the spread's row in rounds (measureRounds): the
+// floors create the same RoleBindings with a plain client, oria converges
+// the spread's ScopeInstances, and between rounds the instances and their
+// RoleBindings (and publication) are deleted again. It returns the last
+// round's observer of oria's RoleBindings, which goes on watching.
+func (b *bench) measureSpread(ctx context.Context, r *Result, s *spread, rounds int) (*observer, error) {
+	// Each round's observer stops when the next round starts; the last
+	// one's with ctx.
+	var obs *observer
+	stop := func() {}
+	err := b.measureRounds(ctx, r, rounds, phases{
+		floors: func(ctx context.Context, rr *Result, warmup bool) error {
+			return b.measureFloors(ctx, rr, warmup, func(ctx context.Context, f *floor) (time.Duration, error) {
+				return f.roleBindings(ctx, s.namespaces, s.instances, s.name, s.role, spreadSubjects)
+			}, func(ctx context.Context) error {
+				return b.deleteSpreadBindings(ctx, s, client.HasLabels{labelFloor})
+			})
+		},
+		oria: func(ctx context.Context, rr *Result) error {
+			stop()
+			var roundCtx context.Context
+			roundCtx, stop = context.WithCancel(ctx)
+			var err error
+			obs, err = b.convergeSpread(roundCtx, rr, s)
+			return err
+		},
+		undo: func(ctx context.Context) error { return b.undoSpread(ctx, s) },
+	})
+	return obs, err
+}
+
+// undoSpread deletes the spread's ScopeInstances, then their RoleBindings
+// (the benchmark runs no garbage collector) and the publication's
+// ConfigMap.
+func (b *bench) undoSpread(ctx context.Context, s *spread) error {
+	for _, name := range s.instances {
+		if err := b.admin.Delete(ctx, &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: name}}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	sel, err := labels.Parse(s.instanceSelector())
+	if err != nil {
 		return err
 	}
-	return b.measureFloors(ctx, r, func(ctx context.Context, f *floor) (time.Duration, error) {
-		return f.roleBindings(ctx, s.namespaces, s.instances, s.name, s.role, spreadSubjects)
-	}, func(ctx context.Context) error {
-		return parallel(ctx, setupWorkers, len(s.namespaces), func(ctx context.Context, i int) error {
-			return b.admin.DeleteAllOf(ctx, &rbacv1.RoleBinding{}, client.InNamespace(s.namespaces[i]), client.HasLabels{labelFloor})
-		})
+	if err := b.deleteSpreadBindings(ctx, s, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return err
+	}
+	if p := s.publication; p != nil {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: p.ConfigMap.Namespace, Name: p.ConfigMap.Name}}
+		return client.IgnoreNotFound(b.admin.Delete(ctx, cm))
+	}
+	return nil
+}
+
+// deleteSpreadBindings deletes the RoleBindings matching sel in the
+// spread's namespaces.
+func (b *bench) deleteSpreadBindings(ctx context.Context, s *spread, sel client.DeleteAllOfOption) error {
+	return parallel(ctx, setupWorkers, len(s.namespaces), func(ctx context.Context, i int) error {
+		return b.admin.DeleteAllOf(ctx, &rbacv1.RoleBinding{}, client.InNamespace(s.namespaces[i]), sel)
 	})
 }
 
@@ -140,10 +194,10 @@ func (b *bench) fanout(ctx context.Context) error {
 	s := newSpread("bench-fanout", b.cfg.namespaces, 1)
 	r := &Result{Name: scenarioFanout, Objects: s.bindings()}
 	b.report.Results = append(b.report.Results, r)
-	if err := b.setupSpread(ctx, r, s); err != nil {
+	if err := b.setupSpread(ctx, s); err != nil {
 		return err
 	}
-	obs, err := b.convergeSpread(ctx, r, s)
+	obs, err := b.measureSpread(ctx, r, s, b.cfg.repeat)
 	if err != nil || !r.Converged {
 		return err
 	}
@@ -158,10 +212,11 @@ func (b *bench) scale(ctx context.Context) error {
 	s := newSpread("bench-scale", b.cfg.scaleNamespaces, b.cfg.scaleInstances)
 	r := &Result{Name: scenarioScale, Objects: s.bindings()}
 	b.report.Results = append(b.report.Results, r)
-	if err := b.setupSpread(ctx, r, s); err != nil {
+	if err := b.setupSpread(ctx, s); err != nil {
 		return err
 	}
-	_, err := b.convergeSpread(ctx, r, s)
+	// One round: each phase takes a minute, long enough to be steady.
+	_, err := b.measureSpread(ctx, r, s, 1)
 	return err
 }
 

@@ -216,7 +216,7 @@ func (f *floor) extensions(ctx context.Context, crds []crdName) (time.Duration, 
 			return applyFloorCondition(ctx, f.dyn, ext, floorConditionType, len(byExtension[ext]))
 		})
 	}
-	conds, err := observeConditions(ctx, f.watch.dyn, floorConditionType, "Legacy")
+	conds, err := observeConditions(ctx, f.watch.dyn, floorConditionType, metav1.ConditionTrue, "Legacy")
 	if err != nil {
 		return 0, err
 	}

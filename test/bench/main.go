@@ -39,7 +39,7 @@ type config struct {
 	// them as flags (else it runs with its defaults, which they equal).
 	qps                                        float64
 	burst, floorWorkers, schemaKB              int
-	profileSeconds                             int
+	profileSeconds, repeat                     int
 	oriaLimit                                  bool
 	scenarios                                  []string
 	timeout                                    time.Duration
@@ -74,6 +74,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.burst, "burst", manager.DefaultKubeAPIBurst, "oria's --kube-api-burst (default: oria's), for a positive -qps.")
 	fs.IntVar(&c.floorWorkers, "floor-workers", 32, "Parallel workers of the floor client.")
 	fs.BoolVar(&c.noFloor, "no-floor", false, "Skip the floor measurements.")
+	fs.IntVar(&c.repeat, "repeat", 3, "Rounds of the extensions, fanout and fanout-publish rows (floor, then oria, each round); a row shows the median round. The scale row runs once.")
 	fs.BoolVar(&c.floorWarmup, "floor-warmup", true, "Run the floor without a client-side limit once, untimed, before timing it, so that it starts like oria's phase: right after the row's objects were created and deleted once.")
 	fs.BoolVar(&c.floorApply, "floor-apply", false, "The floor writes with server-side apply, as oria does, instead of create.")
 	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, fanout-publish, scale, idle; all = extensions, fanout, fanout-publish, idle.")
@@ -111,7 +112,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	for name, v := range map[string]int{
 		"extensions": c.extensions, "crds-per-extension": c.crds, "namespaces": c.namespaces,
 		"floor-workers": c.floorWorkers, "schema-kb": c.schemaKB, "burst": c.burst,
-		"scale-instances": c.scaleInstances, "scale-namespaces": c.scaleNamespaces,
+		"scale-instances": c.scaleInstances, "scale-namespaces": c.scaleNamespaces, "repeat": c.repeat,
 	} {
 		if v < 1 {
 			return nil, fmt.Errorf("invalid -%s %d: must be at least 1", name, v)
@@ -176,7 +177,7 @@ func run(args []string) int {
 	report := &Report{Started: time.Now(), Host: host(), Config: Sizes{
 		Extensions: cfg.extensions, CRDsPerExtension: cfg.crds, Namespaces: cfg.namespaces, NewNamespaces: cfg.newNamespaces,
 		ScaleInstances: cfg.scaleInstances, ScaleNamespaces: cfg.scaleNamespaces,
-		IdleSeconds: cfg.idleSeconds, QPS: cfg.qps, Burst: cfg.burst, FloorWorkers: cfg.floorWorkers, FloorApply: cfg.floorApply, FloorWarmup: cfg.floorWarmup,
+		IdleSeconds: cfg.idleSeconds, QPS: cfg.qps, Burst: cfg.burst, FloorWorkers: cfg.floorWorkers, FloorApply: cfg.floorApply, FloorWarmup: cfg.floorWarmup, Repeat: cfg.repeat,
 		Scenarios: cfg.scenarios, OriaBinary: cfg.oriaBin, OriaArgs: cfg.oriaArgs,
 	}}
 	start := time.Now()

@@ -28,10 +28,10 @@ func (b *bench) fanoutPublish(ctx context.Context) error {
 	}
 	r := &Result{Name: scenarioFanoutPublish, Objects: s.bindings()}
 	b.report.Results = append(b.report.Results, r)
-	if err := b.setupSpread(ctx, r, s); err != nil {
+	if err := b.setupSpread(ctx, s); err != nil {
 		return err
 	}
-	_, err := b.convergeSpread(ctx, r, s)
+	_, err := b.measureSpread(ctx, r, s, b.cfg.repeat)
 	return err
 }
 

@@ -48,6 +48,7 @@ type Sizes struct {
 	FloorWorkers int      `json:"floorWorkers"`
 	FloorApply   bool     `json:"floorApply"`
 	FloorWarmup  bool     `json:"floorWarmup"`
+	Repeat       int      `json:"repeat"`
 	Scenarios    []string `json:"scenarios"`
 	OriaBinary   string   `json:"oriaBinary"`
 	OriaArgs     []string `json:"oriaArgs,omitempty"`
@@ -70,6 +71,10 @@ type Result struct {
 	// FloorWarmupSeconds is the untimed first run of the floor without a
 	// client-side limit (-floor-warmup; see measureFloors).
 	FloorWarmupSeconds float64 `json:"floorWarmupSeconds,omitempty"`
+	// Rounds are every round's times when the row was measured in more
+	// than one (-repeat); the row's own figures are the median round's
+	// (see measureRounds).
+	Rounds []Round `json:"rounds,omitempty"`
 	// FirstSeconds is the time until oria's first object arrived: how long
 	// oria takes to react, before its writes' throughput counts.
 	FirstSeconds float64 `json:"firstSeconds,omitempty"`
@@ -153,7 +158,8 @@ func (r *Report) render(w io.Writer) error {
 	if c.FloorWarmup {
 		warm = ", timed after an untimed warm-up run"
 	}
-	fmt.Fprintf(w, "floor: a plain client without a client-side limit%s; floor@qps: the same at oria's QPS and burst (\"-\" when oria has no limit)\n\n", warm)
+	fmt.Fprintf(w, "floor: a plain client without a client-side limit%s; floor@qps: the same at oria's QPS and burst (\"-\" when oria has no limit)\n", warm)
+	fmt.Fprintf(w, "rows with rounds (-repeat %d; scale: 1): oria's median round, and the floors' median\n\n", c.Repeat)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tobjects\toria\tfirst\tfloor\tratio\tfloor@qps\tratio@qps\tp50\tp99\tmax\twrites\treads (GET)\tpeak RSS\toria CPU\tapiserver+etcd CPU")

@@ -214,16 +214,16 @@ func (b *bench) converge(ctx context.Context, r *Result, obs *observer, n int, s
 // create, deletes them again with clean, and lets the cluster settle, so
 // that oria starts from the same state.
 //
-// With -floor-warmup the floor without a client-side limit runs once
-// before it is timed. oria's phase starts right after a floor created and
+// With warmup (-floor-warmup, first round) the floor without a client-side
+// limit runs once before it is timed. oria's phase starts right after a floor created and
 // deleted the row's objects: the API server's watch cache then holds those
 // events (it grew to keep them) and its heap is that much larger, which
 // costs it garbage-collection work throughout the phase. The warm-up puts
 // the timed floor in the same position; the log shows the API server's
 // heap and watch-cache sizes at the start of every phase.
-func (b *bench) measureFloors(ctx context.Context, r *Result, create func(context.Context, *floor) (time.Duration, error), clean func(context.Context) error) error {
+func (b *bench) measureFloors(ctx context.Context, r *Result, warmup bool, create func(context.Context, *floor) (time.Duration, error), clean func(context.Context) error) error {
 	for _, f := range b.floors {
-		if b.cfg.floorWarmup && !f.limited {
+		if warmup && !f.limited {
 			d, err := b.floorPhase(ctx, r, f, "warm-up", create, clean)
 			if err != nil {
 				return err
