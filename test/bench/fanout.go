@@ -98,7 +98,7 @@ func (b *bench) setupSpread(ctx context.Context, s *spread) error {
 // RoleBindings (and publication) are deleted again. It returns the last
 // round's observer of oria's RoleBindings, which goes on watching.
 func (b *bench) measureSpread(ctx context.Context, r *Result, s *spread, rounds int) (*observer, error) {
-	// Each round's observer stops when the next round starts; the last
+	// Each round's observer stops when the round is undone; the last
 	// one's with ctx.
 	var obs *observer
 	stop := func() {}
@@ -111,14 +111,16 @@ func (b *bench) measureSpread(ctx context.Context, r *Result, s *spread, rounds 
 			})
 		},
 		oria: func(ctx context.Context, rr *Result) error {
-			stop()
 			var roundCtx context.Context
 			roundCtx, stop = context.WithCancel(ctx)
 			var err error
 			obs, err = b.convergeSpread(roundCtx, rr, s)
 			return err
 		},
-		undo: func(ctx context.Context) error { return b.undoSpread(ctx, s) },
+		undo: func(ctx context.Context) error {
+			stop()
+			return b.undoSpread(ctx, s)
+		},
 	})
 	return obs, err
 }

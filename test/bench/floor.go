@@ -77,9 +77,6 @@ type floor struct {
 	// timeline is the last run's objects per second (observer.timeline),
 	// detail what else it waited for, and when that was there.
 	timeline, detail string
-	// controlPlaneCPU is etcd's and kube-apiserver's CPU time at the end
-	// of the last run (b.controlPlaneCPU).
-	controlPlaneCPU float64
 }
 
 // newFloor returns a floor client; a negative qps means no client-side

@@ -102,7 +102,11 @@ type Result struct {
 	// the floor without a client-side limit ran: what the same objects
 	// cost the server without oria.
 	FloorControlPlaneCPUSeconds float64 `json:"floorControlPlaneCPUSeconds,omitempty"`
-	WallSeconds                 float64 `json:"wallSeconds"` // the scenario's whole window
+	// FloorCPUSeconds is the benchmark process's CPU meanwhile: the
+	// floor's client, what oria's CPUSeconds compares with (it includes
+	// the observer that times the floor).
+	FloorCPUSeconds float64 `json:"floorCPUSeconds,omitempty"`
+	WallSeconds     float64 `json:"wallSeconds"` // the scenario's whole window
 }
 
 // Ratio returns oria's time over the floor's without a client-side limit,
@@ -182,13 +186,17 @@ func (r *Report) render(w io.Writer) error {
 		if l := x.Latency; l != nil && l.Count > 0 {
 			p50, p99, pmax = fmtSeconds(l.P50), fmtSeconds(l.P99), fmtSeconds(l.Max)
 		}
+		cpu := fmt.Sprintf("%.1fs", x.CPUSeconds)
+		if x.FloorCPUSeconds > 0 {
+			cpu += fmt.Sprintf(" (floor %.1fs)", x.FloorCPUSeconds)
+		}
 		cp := fmt.Sprintf("%.1fs", x.ControlPlaneCPUSeconds)
 		if x.FloorControlPlaneCPUSeconds > 0 {
 			cp += fmt.Sprintf(" (floor %.1fs)", x.FloorControlPlaneCPUSeconds)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%.1fs\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n",
 			x.Name, objects, conv, first, floor, ratio, qpsFloor, qpsRatio, p50, p99, pmax, fmtWrites(x), x.Reads,
-			fmtMB(x.PeakRSS), x.CPUSeconds, cp)
+			fmtMB(x.PeakRSS), cpu, cp)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

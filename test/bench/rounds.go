@@ -99,7 +99,7 @@ func mergeRounds(r *Result, rounds []*Result) {
 	if len(floors) > 0 {
 		slices.SortStableFunc(floors, func(a, b *Result) int { return cmpFloat(a.FloorSeconds, b.FloorSeconds) })
 		f := floors[(len(floors)-1)/2]
-		r.FloorSeconds, r.FloorControlPlaneCPUSeconds = f.FloorSeconds, f.FloorControlPlaneCPUSeconds
+		r.FloorSeconds, r.FloorControlPlaneCPUSeconds, r.FloorCPUSeconds = f.FloorSeconds, f.FloorControlPlaneCPUSeconds, f.FloorCPUSeconds
 	}
 }
 

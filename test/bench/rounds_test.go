@@ -11,7 +11,7 @@ import (
 func TestMergeRounds(t *testing.T) {
 	round := func(oria, floor, floorCPU float64, rss int64, writes int) *Result {
 		return &Result{Name: "fanout", Objects: 2000, Converged: true, Seconds: oria, FloorSeconds: floor,
-			FloorControlPlaneCPUSeconds: floorCPU, PeakRSS: rss, WritesTotal: writes}
+			FloorControlPlaneCPUSeconds: floorCPU, FloorCPUSeconds: floorCPU / 2, PeakRSS: rss, WritesTotal: writes}
 	}
 	tests := []struct {
 		name   string
@@ -24,18 +24,18 @@ func TestMergeRounds(t *testing.T) {
 			round(1.8, 1.6, 3, 95, 2002),
 			round(2.5, 2.0, 5, 70, 2003),
 		},
-		want: &Result{Name: "row", Objects: 7, Converged: true, Seconds: 2.1, FloorSeconds: 1.9, FloorControlPlaneCPUSeconds: 4,
+		want: &Result{Name: "row", Objects: 7, Converged: true, Seconds: 2.1, FloorSeconds: 1.9, FloorControlPlaneCPUSeconds: 4, FloorCPUSeconds: 2,
 			PeakRSS: 95, WritesTotal: 2001, FloorWarmupSeconds: 2.4,
 			Rounds: []Round{{Floor: 1.9, Oria: 2.1}, {Floor: 1.6, Oria: 1.8}, {Floor: 2.0, Oria: 2.5}}},
 	}, {
 		name:   "two rounds: the lower of the middle two",
 		rounds: []*Result{round(3, 2, 1, 10, 1), round(2, 3, 2, 10, 2)},
-		want: &Result{Name: "row", Objects: 7, Converged: true, Seconds: 2, FloorSeconds: 2, FloorControlPlaneCPUSeconds: 1,
+		want: &Result{Name: "row", Objects: 7, Converged: true, Seconds: 2, FloorSeconds: 2, FloorControlPlaneCPUSeconds: 1, FloorCPUSeconds: 0.5,
 			PeakRSS: 10, WritesTotal: 2, Rounds: []Round{{Floor: 2, Oria: 3}, {Floor: 3, Oria: 2}}},
 	}, {
 		name:   "one round: no list",
 		rounds: []*Result{round(3, 2, 1, 10, 1)},
-		want:   &Result{Name: "row", Objects: 7, Converged: true, Seconds: 3, FloorSeconds: 2, FloorControlPlaneCPUSeconds: 1, PeakRSS: 10, WritesTotal: 1},
+		want:   &Result{Name: "row", Objects: 7, Converged: true, Seconds: 3, FloorSeconds: 2, FloorControlPlaneCPUSeconds: 1, FloorCPUSeconds: 0.5, PeakRSS: 10, WritesTotal: 1},
 	}, {
 		name: "a round that did not converge is the row",
 		rounds: []*Result{round(1, 2, 1, 10, 1), func() *Result {
@@ -43,7 +43,7 @@ func TestMergeRounds(t *testing.T) {
 			r.Converged, r.Error = false, "timeout"
 			return r
 		}()},
-		want: &Result{Name: "row", Objects: 7, Error: "timeout", FloorSeconds: 2, FloorControlPlaneCPUSeconds: 1, PeakRSS: 30, WritesTotal: 5,
+		want: &Result{Name: "row", Objects: 7, Error: "timeout", FloorSeconds: 2, FloorControlPlaneCPUSeconds: 1, FloorCPUSeconds: 0.5, PeakRSS: 30, WritesTotal: 5,
 			Rounds: []Round{{Floor: 2, Oria: 1}, {Floor: 2.2}}},
 	}, {
 		name:   "no floor",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -118,6 +119,12 @@ func (b *bench) end(ctx context.Context, s *span, r *Result) error {
 	return nil
 }
 
+// selfCPU is the benchmark process's CPU seconds so far (0 if unknown).
+func selfCPU() float64 {
+	c, _ := procCPU(os.Getpid())
+	return c
+}
+
 func (b *bench) controlPlaneCPU() float64 {
 	var t float64
 	for _, pid := range b.cpPIDs {
@@ -215,39 +222,42 @@ func (b *bench) converge(ctx context.Context, r *Result, obs *observer, n int, s
 // that oria starts from the same state.
 //
 // With warmup (-floor-warmup, first round) the floor without a client-side
-// limit runs once before it is timed. oria's phase starts right after a floor created and
-// deleted the row's objects: the API server's watch cache then holds those
-// events (it grew to keep them) and its heap is that much larger, which
-// costs it garbage-collection work throughout the phase. The warm-up puts
-// the timed floor in the same position; the log shows the API server's
-// heap and watch-cache sizes at the start of every phase.
+// limit runs once before it is timed. oria's phase starts right after a
+// floor created and deleted the row's objects: the API server's watch cache
+// then holds those events (it grew to keep them) and its heap is that much
+// larger, which costs it garbage-collection work throughout the phase. The
+// warm-up puts the timed floor in the same position; the log shows the API
+// server's heap and watch-cache sizes at the start of every phase.
 func (b *bench) measureFloors(ctx context.Context, r *Result, warmup bool, create func(context.Context, *floor) (time.Duration, error), clean func(context.Context) error) error {
 	for _, f := range b.floors {
 		if warmup && !f.limited {
-			d, err := b.floorPhase(ctx, r, f, "warm-up", create, clean)
+			d, _, err := b.floorPhase(ctx, r, f, "warm-up", create, clean)
 			if err != nil {
 				return err
 			}
 			r.FloorWarmupSeconds = d.Seconds()
 		}
-		cp := b.controlPlaneCPU()
-		d, err := b.floorPhase(ctx, r, f, "", create, clean)
+		d, cpu, err := b.floorPhase(ctx, r, f, "", create, clean)
 		if err != nil {
 			return err
 		}
 		if f.limited {
 			r.QPSFloorSeconds = d.Seconds()
 		} else {
-			r.FloorSeconds, r.FloorControlPlaneCPUSeconds = d.Seconds(), f.controlPlaneCPU-cp
+			r.FloorSeconds, r.FloorControlPlaneCPUSeconds, r.FloorCPUSeconds = d.Seconds(), cpu.controlPlane, cpu.client
 		}
 	}
 	return nil
 }
 
+// floorCPU is the CPU seconds a floor measurement took: the control
+// plane's, and the benchmark process's (the floor's client, with the
+// observer that times it).
+type floorCPU struct{ controlPlane, client float64 }
+
 // floorPhase runs one floor measurement (a warm-up when what is set), then
-// cleans up and settles; f.controlPlaneCPU is the control plane's CPU time
-// at the end of the measurement.
-func (b *bench) floorPhase(ctx context.Context, r *Result, f *floor, what string, create func(context.Context, *floor) (time.Duration, error), clean func(context.Context) error) (time.Duration, error) {
+// cleans up and settles. It returns the floor's time and CPU.
+func (b *bench) floorPhase(ctx context.Context, r *Result, f *floor, what string, create func(context.Context, *floor) (time.Duration, error), clean func(context.Context) error) (time.Duration, floorCPU, error) {
 	label, phase := "floor ("+f.name+")", "floor-"+r.Name
 	if what != "" {
 		label, phase = label+" "+what, phase+"-"+what
@@ -257,18 +267,19 @@ func (b *bench) floorPhase(ctx context.Context, r *Result, f *floor, what string
 	b.apiserver.startCPUProfile(ctx, phase)
 	watch := b.apiserver.state(ctx)
 	b.logf("%s: API server at the start: %s", label, watch)
+	cp, own := b.controlPlaneCPU(), selfCPU()
 	d, err := create(ctx, f)
 	if err != nil {
-		return 0, err
+		return 0, floorCPU{}, err
 	}
-	f.controlPlaneCPU = b.controlPlaneCPU()
-	b.logf("%s: %.2fs; objects per second %s%s", label, d.Seconds(), f.timeline, f.detail)
+	cpu := floorCPU{controlPlane: b.controlPlaneCPU() - cp, client: selfCPU() - own}
+	b.logf("%s: %.2fs, CPU: client %.2fs, control plane %.2fs; objects per second %s%s", label, d.Seconds(), cpu.client, cpu.controlPlane, f.timeline, f.detail)
 	b.logf("%s: API server watches: %s", label, b.apiserver.watchSince(ctx, watch))
 	b.apiserver.snapshot(ctx, phase+"-end")
 	if err := clean(ctx); err != nil {
-		return 0, fmt.Errorf("deleting the floor's objects: %w", err)
+		return 0, floorCPU{}, fmt.Errorf("deleting the floor's objects: %w", err)
 	}
-	return d, b.settle(ctx, "after the floor")
+	return d, cpu, b.settle(ctx, "after the floor")
 }
 
 // idle is scenario 4: with everything converged, oria must not write.
