@@ -278,15 +278,20 @@ func TestParseFlags(t *testing.T) {
 	}
 	c, err = parseFlags(nil, io.Discard)
 	if err != nil || c.extensions != 200 || c.namespaces != 2000 || c.scaleInstances != 10 || c.scaleNamespaces != 5000 ||
-		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioFanoutPublish, scenarioIdle}) {
+		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioFanoutPublish, scenarioIdle}) ||
+		c.repeat != 3 || !c.floorWarmup {
 		t.Errorf("defaults = %+v, %v", c, err)
+	}
+	c, err = parseFlags([]string{"-repeat=1", "-floor-warmup=false"}, io.Discard)
+	if err != nil || c.repeat != 1 || c.floorWarmup {
+		t.Errorf("-repeat=1 -floor-warmup=false: %+v, %v", c, err)
 	}
 	c, err = parseFlags([]string{"-qps=500", "-scenarios=scale,all"}, io.Discard)
 	if err != nil || c.qps != 500 || c.burst != 1000 || !c.oriaLimit ||
 		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioFanoutPublish, scenarioScale, scenarioIdle}) {
 		t.Errorf("-qps=500 -scenarios=scale,all: %+v, %v", c, err)
 	}
-	for _, bad := range [][]string{{"-scenarios=nope"}, {"-extensions=0"}, {"-qps=0"}, {"-scale-instances=0"}, {"extra"}} {
+	for _, bad := range [][]string{{"-scenarios=nope"}, {"-extensions=0"}, {"-qps=0"}, {"-scale-instances=0"}, {"-repeat=0"}, {"extra"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("parseFlags(%v): want an error", bad)
 		}

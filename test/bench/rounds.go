@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -78,7 +79,7 @@ func mergeRounds(r *Result, rounds []*Result) {
 	pick := rounds[len(rounds)-1]
 	if pick.Converged {
 		sorted := slices.Clone(rounds)
-		slices.SortStableFunc(sorted, func(a, b *Result) int { return cmpFloat(a.Seconds, b.Seconds) })
+		slices.SortStableFunc(sorted, func(a, b *Result) int { return cmp.Compare(a.Seconds, b.Seconds) })
 		pick = sorted[(len(sorted)-1)/2]
 	}
 	name, objects, warmup := r.Name, r.Objects, rounds[0].FloorWarmupSeconds
@@ -97,20 +98,10 @@ func mergeRounds(r *Result, rounds []*Result) {
 		r.Rounds = nil
 	}
 	if len(floors) > 0 {
-		slices.SortStableFunc(floors, func(a, b *Result) int { return cmpFloat(a.FloorSeconds, b.FloorSeconds) })
+		slices.SortStableFunc(floors, func(a, b *Result) int { return cmp.Compare(a.FloorSeconds, b.FloorSeconds) })
 		f := floors[(len(floors)-1)/2]
 		r.FloorSeconds, r.FloorControlPlaneCPUSeconds, r.FloorCPUSeconds = f.FloorSeconds, f.FloorControlPlaneCPUSeconds, f.FloorCPUSeconds
 	}
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // describeRounds lists each round's times and ratio, for the log.
