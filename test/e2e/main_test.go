@@ -44,6 +44,10 @@ var (
 	oria *oriaproc.Process
 	// oriaBin and oriaLog are the binary and log of oria, to restart it.
 	oriaBin, oriaLog string
+	// kcmLog is kube-controller-manager's log (unless ORIA_TEST_VERBOSE
+	// sends it to stderr): its end is printed when a test failed, since
+	// garbage collection and namespace deletion are its work.
+	kcmLog *os.File
 )
 
 // oriaArgs are the flags the e2e suite runs oria with. The default mode is
@@ -57,12 +61,18 @@ func TestMain(m *testing.M) {
 	// The escalation guard is installed as in a real cluster (failurePolicy
 	// Fail): every write of an oria object, the tests' and oria's own, goes
 	// through it.
-	testutil.RunMain(m, &cluster, localcluster.Options{ControllerManager: true, Webhook: true}, setupOria)
+	opts := localcluster.Options{ControllerManager: true, Webhook: true}
+	if os.Getenv("ORIA_TEST_VERBOSE") == "" {
+		if f, err := os.CreateTemp("", "oria-e2e-kcm-*.log"); err == nil {
+			kcmLog, opts.Log = f, f
+		}
+	}
+	testutil.RunMain(m, &cluster, opts, setupOria)
 }
 
 // setupOria builds ./cmd/oria and runs it against the control plane, and
 // sets k8sClient. Its teardown stops oria and, when a test failed, prints
-// the end of oria's log.
+// the end of oria's and kube-controller-manager's logs.
 func setupOria() (func(int), error) {
 	tmp, err := os.MkdirTemp("", "oria-e2e-")
 	if err != nil {
@@ -87,8 +97,14 @@ func setupOria() (func(int), error) {
 		oria.Stop()
 		if code != 0 {
 			tail(oria.LogPath, 200)
+			if kcmLog != nil {
+				tail(kcmLog.Name(), 100)
+			}
 		}
 		_ = os.RemoveAll(tmp)
+		if kcmLog != nil {
+			_ = os.Remove(kcmLog.Name()) // kube-controller-manager stops after this
+		}
 	}, nil
 }
 
@@ -177,23 +193,40 @@ func applySample(t *testing.T, name string) []*unstructured.Unstructured {
 	return objs
 }
 
-// deleteObjects deletes objs (in reverse order) and waits until they are gone.
+// deleteObjects deletes objs (in reverse order) and waits until they are
+// gone; when some are not, the failure names them with what holds them up
+// (finalizers, a namespace's finalizers and conditions).
 func deleteObjects(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
 	ctx := context.Background()
 	for i := len(objs) - 1; i >= 0; i-- {
 		_ = k8sClient.Delete(ctx, objs[i], client.PropagationPolicy(metav1.DeletePropagationForeground))
 	}
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		for _, u := range objs {
 			got := &unstructured.Unstructured{}
 			got.SetGroupVersionKind(u.GroupVersionKind())
-			if !apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(u), got)) {
-				return false
-			}
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(u), got)
+			assert.Truef(c, apierrors.IsNotFound(err), "%s %s still there: %s", u.GetKind(), u.GetName(), pending(got, err))
 		}
-		return true
 	}, 2*time.Minute, 200*time.Millisecond, "objects of a sample were not deleted")
+}
+
+// pending describes what keeps an object from going away.
+func pending(u *unstructured.Unstructured, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var failing []string
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["status"] == string(metav1.ConditionTrue) {
+			failing = append(failing, fmt.Sprintf("%v: %v", m["type"], m["message"]))
+		}
+	}
+	specFinalizers, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "finalizers") // a namespace's
+	return fmt.Sprintf("deletionTimestamp %v, finalizers %v, spec.finalizers %v, true conditions %v",
+		u.GetDeletionTimestamp(), u.GetFinalizers(), specFinalizers, failing)
 }
 
 // can asks the real authorizer whether the access is allowed.
