@@ -209,8 +209,14 @@ func deleteObjects(t *testing.T, objs []*unstructured.Unstructured) {
 			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(u), got)
 			assert.Truef(c, apierrors.IsNotFound(err), "%s %s still there: %s", u.GetKind(), u.GetName(), pending(got, err))
 		}
-	}, 2*time.Minute, 200*time.Millisecond, "objects of a sample were not deleted")
+	}, deleteTimeout, 200*time.Millisecond, "objects of a sample were not deleted")
 }
+
+// deleteTimeout bounds a sample's clean-up. Namespaces take the longest:
+// kube-controller-manager deletes their content first, and retries with
+// backoff while the sample's CRD is going away at the same time; once, on
+// a loaded machine, that took over two minutes.
+const deleteTimeout = 4 * time.Minute
 
 // pending describes what keeps an object from going away.
 func pending(u *unstructured.Unstructured, err error) string {
