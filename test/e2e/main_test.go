@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -62,7 +63,8 @@ func TestMain(m *testing.M) {
 	// Fail): every write of an oria object, the tests' and oria's own, goes
 	// through it.
 	opts := localcluster.Options{ControllerManager: true, Webhook: true}
-	if os.Getenv("ORIA_TEST_VERBOSE") == "" {
+	flag.Parse() // for testing.Short: with -short there is no control plane, and no log to keep
+	if !testing.Short() && os.Getenv("ORIA_TEST_VERBOSE") == "" {
 		if f, err := os.CreateTemp("", "oria-e2e-kcm-*.log"); err == nil {
 			kcmLog, opts.Log = f, f
 		}
