@@ -78,9 +78,7 @@ func mergeRounds(r *Result, rounds []*Result) {
 	}
 	pick := rounds[len(rounds)-1]
 	if pick.Converged {
-		sorted := slices.Clone(rounds)
-		slices.SortStableFunc(sorted, func(a, b *Result) int { return cmp.Compare(a.Seconds, b.Seconds) })
-		pick = sorted[(len(sorted)-1)/2]
+		pick = medianBy(rounds, func(x *Result) float64 { return x.Seconds })
 	}
 	name, objects, warmup := r.Name, r.Objects, rounds[0].FloorWarmupSeconds
 	*r = *pick
@@ -88,20 +86,26 @@ func mergeRounds(r *Result, rounds []*Result) {
 	r.Rounds = nil
 	var floors []*Result
 	for _, x := range rounds {
-		r.Rounds = append(r.Rounds, Round{Floor: x.FloorSeconds, Oria: x.Seconds})
+		if len(rounds) > 1 {
+			r.Rounds = append(r.Rounds, Round{Floor: x.FloorSeconds, Oria: x.Seconds})
+		}
 		r.PeakRSS = max(r.PeakRSS, x.PeakRSS)
 		if x.FloorSeconds > 0 {
 			floors = append(floors, x)
 		}
 	}
-	if len(rounds) == 1 {
-		r.Rounds = nil
-	}
 	if len(floors) > 0 {
-		slices.SortStableFunc(floors, func(a, b *Result) int { return cmp.Compare(a.FloorSeconds, b.FloorSeconds) })
-		f := floors[(len(floors)-1)/2]
+		f := medianBy(floors, func(x *Result) float64 { return x.FloorSeconds })
 		r.FloorSeconds, r.FloorControlPlaneCPUSeconds, r.FloorCPUSeconds = f.FloorSeconds, f.FloorControlPlaneCPUSeconds, f.FloorCPUSeconds
 	}
+}
+
+// medianBy returns the element of xs (not empty) with the median key, the
+// lower of the middle two for an even count.
+func medianBy(xs []*Result, key func(*Result) float64) *Result {
+	sorted := slices.Clone(xs)
+	slices.SortStableFunc(sorted, func(a, b *Result) int { return cmp.Compare(key(a), key(b)) })
+	return sorted[(len(sorted)-1)/2]
 }
 
 // describeRounds lists each round's times and ratio, for the log.

@@ -93,6 +93,10 @@ func setupOria() (func(int), error) {
 	}
 	if err != nil {
 		_ = os.RemoveAll(tmp)
+		if kcmLog != nil {
+			tail(kcmLog.Name(), 50)
+			_ = os.Remove(kcmLog.Name())
+		}
 		return nil, err
 	}
 	return func(code int) {
