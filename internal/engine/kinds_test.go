@@ -46,6 +46,14 @@ func TestUpToDateAndOwnership(t *testing.T) {
 	edited.Subjects = append(edited.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "mallory", APIGroup: rbacv1.GroupName})
 	assert.False(t, engine.RoleBindingKind.UpToDate(edited, want), "an added subject is drift")
 
+	moved := want.DeepCopy()
+	moved.Subjects[0].Namespace = "elsewhere"
+	assert.False(t, engine.RoleBindingKind.UpToDate(moved, want), "a subject's namespace is compared")
+	none, emptied := want.DeepCopy(), want.DeepCopy()
+	none.Subjects, emptied.Subjects = nil, []rbacv1.Subject{}
+	assert.True(t, engine.RoleBindingKind.UpToDate(emptied, none), "no subjects: nil and empty are the same")
+	assert.False(t, engine.RoleBindingKind.UpToDate(none, want), "a removed subject is drift")
+
 	relabelled := want.DeepCopy()
 	relabelled.Labels[oriav1alpha1.LabelScopeTemplate] = "other"
 	assert.False(t, engine.RoleBindingKind.UpToDate(relabelled, want))

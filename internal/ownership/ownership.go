@@ -162,10 +162,20 @@ func TemplateOwns(obj metav1.Object, template string) bool {
 // InstanceOwns reports whether obj (a binding) was created by oria for the
 // named instance.
 func InstanceOwns(obj metav1.Object, instance string) bool {
-	return HasLabels(obj.GetLabels(), map[string]string{
+	return InstanceOwner(instance)(obj)
+}
+
+// InstanceOwner returns InstanceOwns for the named instance, with the labels
+// it looks for computed once: a reconcile asks it of every binding of the
+// instance, thousands of them.
+func InstanceOwner(instance string) func(metav1.Object) bool {
+	labels := map[string]string{
 		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
 		oriav1alpha1.LabelScopeInstance: names.LabelValue(instance),
-	}) || ControllerName(obj.GetOwnerReferences(), KindScopeInstance) == instance
+	}
+	return func(obj metav1.Object) bool {
+		return HasLabels(obj.GetLabels(), labels) || ControllerName(obj.GetOwnerReferences(), KindScopeInstance) == instance
+	}
 }
 
 // ExtensionOwns reports whether obj (a ClusterRole) is one oria generated

@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/names"
 )
 
 func TestOwnership(t *testing.T) {
@@ -50,5 +52,21 @@ func TestOwnership(t *testing.T) {
 				t.Errorf("[ExtensionOwns IsBundleRole] (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestInstanceOwner: oria's labels (with a long name's hashed label value)
+// or a controller reference to the instance; another instance's is not.
+func TestInstanceOwner(t *testing.T) {
+	long := strings.Repeat("i", 70)
+	for _, name := range []string{"inst", long} {
+		labelled := &metav1.ObjectMeta{Labels: map[string]string{
+			oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue, oriav1alpha1.LabelScopeInstance: names.LabelValue(name)}}
+		controlled := &metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{Ref(KindScopeInstance, name, "uid")}}
+		another := &metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{Ref(KindScopeInstance, name+"x", "uid")}}
+		owns := InstanceOwner(name)
+		if !owns(labelled) || !owns(controlled) || owns(another) || owns(&metav1.ObjectMeta{}) {
+			t.Errorf("%.10s: labelled %v, controlled %v, another's %v, bare %v", name, owns(labelled), owns(controlled), owns(another), owns(&metav1.ObjectMeta{}))
+		}
 	}
 }

@@ -329,7 +329,8 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	if err != nil {
 		return result{}, err
 	}
-	owns := func(o client.Object) bool { return ownership.InstanceOwns(o, si.Name) }
+	instanceOwns := ownership.InstanceOwner(si.Name)
+	owns := func(o client.Object) bool { return instanceOwns(o) }
 	ensuredRBs := engine.Ensure(ctx, w, engine.RoleBindingKind, owns, p.wantRBs, engine.ByKey(p.existingRBs))
 	metrics.NamespaceBinding.Bound(si.Name, ensuredRBs)
 	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, p.wantCRBs, engine.ByKey(p.existingCRBs))
