@@ -180,7 +180,9 @@ type ScopeInstanceStatus struct {
 	// boundNamespaces are the namespaces in which every RoleBinding exists,
 	// sorted. The list is atomic (written whole by oria alone): a set of
 	// thousands of namespaces would make every status write track each
-	// entry in managedFields.
+	// entry in managedFields. While only this list changes (Ready stays
+	// Bound) it is written at most once a second; bindings are not held
+	// back.
 	// +optional
 	// +listType=atomic
 	BoundNamespaces []string `json:"boundNamespaces,omitempty"`

@@ -44,8 +44,10 @@ type Steps[T client.Object, P, R any] struct {
 	// the reconcile (zero plan and result when gathering failed).
 	Status func(obj T, plan P, res R, err error)
 	// Patch writes the status, given the object as read and as computed;
-	// it must write nothing when the status did not change.
-	Patch func(ctx context.Context, before, after T) error
+	// it must write nothing when the status did not change. It may hold a
+	// change back instead (see status.Spacing): it then returns how long
+	// the change waits, and the object is requeued after that long.
+	Patch func(ctx context.Context, before, after T) (hold time.Duration, err error)
 	// Requeue returns when to look again although nothing changes (a
 	// conflict with an object oria does not watch); 0 for never. It is
 	// called only after a reconcile without error.
@@ -53,7 +55,7 @@ type Steps[T client.Object, P, R any] struct {
 }
 
 // Reconcile runs the steps for the object named in req.
-func (s *Steps[T, P, R]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+func (s *Steps[T, P, R]) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := s.New()
 	if err := s.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -68,7 +70,13 @@ func (s *Steps[T, P, R]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 		return ctrl.Result{}, s.Deleting(ctx, obj)
 	}
 	before := obj.DeepCopyObject().(T)
-	defer func() { retErr = errors.Join(retErr, s.Patch(ctx, before, obj)) }()
+	defer func() {
+		hold, err := s.Patch(ctx, before, obj)
+		retErr = errors.Join(retErr, err)
+		if retErr == nil {
+			result.RequeueAfter = Soonest(result.RequeueAfter, hold)
+		}
+	}()
 
 	var res R
 	plan, err := s.Gather(ctx, obj)
@@ -84,8 +92,18 @@ func (s *Steps[T, P, R]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 
 // StatusPatch returns a Steps.Patch for one of oria's own kinds: a merge
 // patch of the status (of returns it) when it changed (see status.Patch).
-func StatusPatch[T client.Object](c client.Client, of func(T) any) func(context.Context, T, T) error {
-	return func(ctx context.Context, before, after T) error { return status.Patch(ctx, c, before, after, of) }
+func StatusPatch[T client.Object](c client.Client, of func(T) any) func(context.Context, T, T) (time.Duration, error) {
+	return func(ctx context.Context, before, after T) (time.Duration, error) {
+		return 0, status.Patch(ctx, c, before, after, of)
+	}
+}
+
+// SpacedStatusPatch is StatusPatch for a kind whose routine status changes
+// spacing spaces out (see status.PatchSpaced).
+func SpacedStatusPatch[T client.Object](c client.Client, spacing *status.Spacing, of func(T) any, routine func(before, after T) bool) func(context.Context, T, T) (time.Duration, error) {
+	return func(ctx context.Context, before, after T) (time.Duration, error) {
+		return status.PatchSpaced(ctx, c, spacing, before, after, of, routine)
+	}
 }
 
 // RecheckIf returns after when cond holds, else 0 (no requeue).

@@ -22,6 +22,8 @@ import (
 type trace struct {
 	cleaned, gathered, wrote, patched bool
 	statusErr                         error
+	// hold is what Patch returns: a status change held back that long.
+	hold time.Duration
 }
 
 func steps(tr *trace, objs []corev1.ConfigMap, gatherErr, writeErr error) *reconciler.Steps[*corev1.ConfigMap, string, int] {
@@ -41,8 +43,11 @@ func steps(tr *trace, objs []corev1.ConfigMap, gatherErr, writeErr error) *recon
 			tr.wrote = true
 			return len(p), writeErr
 		},
-		Status:  func(_ *corev1.ConfigMap, _ string, _ int, err error) { tr.statusErr = err },
-		Patch:   func(context.Context, *corev1.ConfigMap, *corev1.ConfigMap) error { tr.patched = true; return nil },
+		Status: func(_ *corev1.ConfigMap, _ string, _ int, err error) { tr.statusErr = err },
+		Patch: func(context.Context, *corev1.ConfigMap, *corev1.ConfigMap) (time.Duration, error) {
+			tr.patched = true
+			return tr.hold, nil
+		},
 		Requeue: func(_ string, n int) time.Duration { return time.Duration(n) * time.Second },
 	}
 }
@@ -64,15 +69,25 @@ func TestSteps(t *testing.T) {
 	assert.Equal(t, trace{gathered: true, wrote: true, patched: true}, tr)
 	assert.Equal(t, 4*time.Second, res.RequeueAfter, "requeue from the plan and result")
 
+	// A status change held back is looked at again when it is due, or
+	// with the plan's requeue if that comes first.
+	for _, c := range []struct{ hold, want time.Duration }{{time.Second, time.Second}, {10 * time.Second, 4 * time.Second}} {
+		tr = trace{hold: c.hold}
+		res, err = steps(&tr, cm, nil, nil).Reconcile(ctx, req)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, res.RequeueAfter, "held %s", c.hold)
+	}
+
 	tr = trace{}
 	boom := errors.New("cache not synced")
 	_, err = steps(&tr, cm, boom, nil).Reconcile(ctx, req)
 	assert.ErrorIs(t, err, boom)
 	assert.Equal(t, trace{gathered: true, patched: true, statusErr: boom}, tr, "no write after a failed gather; the status says why")
 
-	tr = trace{}
-	_, err = steps(&tr, cm, nil, boom).Reconcile(ctx, req)
+	tr = trace{hold: time.Second}
+	res, err = steps(&tr, cm, nil, boom).Reconcile(ctx, req)
 	assert.ErrorIs(t, err, boom)
+	assert.Zero(t, res.RequeueAfter, "an error is retried with backoff, not after a hold")
 	assert.True(t, tr.wrote && tr.patched)
 	assert.Equal(t, boom, tr.statusErr)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +26,29 @@ func Patch[T client.Object](ctx context.Context, c client.Client, before, obj T,
 	if equality.Semantic.DeepEqual(status(before), status(obj)) {
 		return nil
 	}
+	return write(ctx, c, before, obj)
+}
+
+// PatchSpaced is Patch for a kind whose routine status changes (routine
+// tells them) s spaces out: such a change is not written while s holds it
+// back, and PatchSpaced returns how long it waits; the caller looks again
+// then (a later reconcile writes it, with whatever else changed by then).
+func PatchSpaced[T client.Object](ctx context.Context, c client.Client, s *Spacing, before, obj T, status func(T) any, routine func(before, after T) bool) (time.Duration, error) {
+	if equality.Semantic.DeepEqual(status(before), status(obj)) {
+		return 0, nil
+	}
+	if wait := s.Wait(obj.GetName(), routine(before, obj)); wait > 0 {
+		return wait, nil
+	}
+	if err := write(ctx, c, before, obj); err != nil {
+		return 0, err
+	}
+	s.Wrote(obj.GetName())
+	return 0, nil
+}
+
+// write patches obj's status; an object deleted meanwhile is not an error.
+func write[T client.Object](ctx context.Context, c client.Client, before, obj T) error {
 	err := c.Status().Patch(ctx, obj, client.MergeFrom(before), client.FieldOwner(oriav1alpha1.FieldOwner))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("patching status of %s %q: %w", reflect.TypeOf(obj).Elem().Name(), obj.GetName(), err)

@@ -181,7 +181,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Status: func(ce *ocv1.ClusterExtension, p *plan, out outcome, err error) {
 			setCondition(ce, conditionFor(p, out, err))
 		},
-		Patch: r.patchCondition,
+		Patch: func(ctx context.Context, before, ce *ocv1.ClusterExtension) (time.Duration, error) {
+			return 0, r.patchCondition(ctx, before, ce)
+		},
 		Requeue: func(p *plan, out outcome) time.Duration {
 			return reconciler.Soonest(reconciler.RecheckIf(len(out.conflicts) > 0, r.recheck()),
 				reconciler.RecheckIf(p.scopesPending, manager.ScopesRecheck), out.recheck)

@@ -68,6 +68,7 @@ import (
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/publish"
 	"github.com/operator-framework/oria/internal/reconciler"
+	"github.com/operator-framework/oria/internal/status"
 )
 
 // Event reasons.
@@ -108,7 +109,17 @@ type Options struct {
 	// Timing coalesces the restarts of publications (package publish's
 	// defaults when zero).
 	Timing publish.Timing
+	// StatusSpacing is the least time between two status writes of an
+	// instance that only count its bound namespaces
+	// (DefaultStatusSpacing when 0; see status.Spacing).
+	StatusSpacing time.Duration
 }
+
+// DefaultStatusSpacing is how often, at most, an instance whose bound
+// namespaces keep changing writes them to its status (see status.Spacing):
+// a namespace's binding is made at once, the list that reports it follows
+// within a second.
+const DefaultStatusSpacing = time.Second
 
 // Reconciler reconciles ScopeInstances.
 type Reconciler struct {
@@ -131,6 +142,9 @@ type Reconciler struct {
 	// Bindings looks up an instance's cached bindings by index; nil lists
 	// them through Client by label.
 	Bindings *manager.InstanceBindings
+	// Spacing spaces out the status writes that only count bound
+	// namespaces; nil writes every change at once.
+	Spacing *status.Spacing
 }
 
 // SetupWithManager registers the controller (and the shared binding
@@ -152,6 +166,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 
 		ConflictRecheckInterval: opts.ConflictRecheckInterval,
 		Timing:                  opts.Timing,
+		Spacing:                 status.NewSpacing(cmp.Or(opts.StatusSpacing, DefaultStatusSpacing)),
 		Impersonators: &Impersonators{Config: mgr.GetConfig(), Options: client.Options{
 			Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: nil}},
 	}
@@ -247,7 +262,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Status: func(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) {
 			si.Status = computeStatus(si, p, res, err)
 		},
-		Patch: reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeInstance) any { return o.Status }),
+		Patch: reconciler.SpacedStatusPatch(r.Client, r.Spacing, func(o *oriav1alpha1.ScopeInstance) any { return o.Status },
+			func(before, after *oriav1alpha1.ScopeInstance) bool {
+				return routineChange(before.Status, after.Status)
+			}),
 		Requeue: func(p *plan, res result) time.Duration {
 			// Conflicts and refusals are about objects oria does not watch
 			// (someone else's binding, the ServiceAccount's rights), so
@@ -269,6 +287,7 @@ func (r *Reconciler) recheck() time.Duration {
 // reconcileDelete removes the bindings of a deleted instance, and what it
 // published.
 func (r *Reconciler) reconcileDelete(ctx context.Context, instance string) error {
+	r.Spacing.Forget(instance)
 	if err := r.withdraw(ctx, instance, nil); err != nil {
 		return err
 	}

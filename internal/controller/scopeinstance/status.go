@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -82,6 +83,31 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, boundWhere(p, st))
 	}
 	return st
+}
+
+// routineChange reports whether after differs from before only in what the
+// steady Bound state counts: the bound namespaces, their number and the
+// Ready message that states it, with Ready True (Bound) on both sides and
+// the same observed generation, scope and publication. Such a change may
+// wait for the instance's status spacing (status.Spacing); every other one
+// is written at once, so a change of Ready's status or reason is never held
+// back.
+func routineChange(before, after oriav1alpha1.ScopeInstanceStatus) bool {
+	if before.ObservedGeneration != after.ObservedGeneration || before.Scope != after.Scope ||
+		!equality.Semantic.DeepEqual(before.Publication, after.Publication) || len(before.Conditions) != len(after.Conditions) {
+		return false
+	}
+	for i, b := range before.Conditions {
+		a := after.Conditions[i]
+		if b.Type == oriav1alpha1.TypeReady {
+			b.Message, a.Message = "", ""
+		}
+		if !equality.Semantic.DeepEqual(b, a) {
+			return false
+		}
+	}
+	ready := meta.FindStatusCondition(after.Conditions, oriav1alpha1.TypeReady)
+	return ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == oriav1alpha1.ReasonBound
 }
 
 // templateReason returns the reason of t's Ready condition, or "".

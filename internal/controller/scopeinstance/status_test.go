@@ -2,7 +2,9 @@ package scopeinstance
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -118,6 +120,58 @@ func TestComputeStatus(t *testing.T) {
 			got := computeStatus(si, tc.p, tc.res, tc.err)
 			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
 				t.Errorf("computeStatus (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRoutineChange: only a Bound instance's count of bound namespaces may
+// wait for the status spacing; a change of anything that says whether or
+// why a grant holds is written at once.
+func TestRoutineChange(t *testing.T) {
+	at := metav1.NewTime(time.Unix(1000, 0))
+	ready := func(s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: oriav1alpha1.TypeReady, Status: s, Reason: reason, Message: msg, ObservedGeneration: 2, LastTransitionTime: at}
+	}
+	bound := func(nss ...string) oriav1alpha1.ScopeInstanceStatus {
+		return oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 2, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: nss, BoundNamespaceCount: int32(len(nss)),
+			Conditions: []metav1.Condition{ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, fmt.Sprintf("1 ClusterRole(s) bound in %d namespace(s)", len(nss)))}}
+	}
+	with := func(st oriav1alpha1.ScopeInstanceStatus, change func(*oriav1alpha1.ScopeInstanceStatus)) oriav1alpha1.ScopeInstanceStatus {
+		st = *st.DeepCopy()
+		change(&st)
+		return st
+	}
+	tests := []struct {
+		name          string
+		before, after oriav1alpha1.ScopeInstanceStatus
+		want          bool
+	}{
+		{"a namespace more, still Bound", bound("a"), bound("a", "b"), true},
+		{"a namespace less, still Bound", bound("a", "b"), bound("a"), true},
+		{"first status", oriav1alpha1.ScopeInstanceStatus{}, bound("a"), false},
+		{"no longer Bound", bound("a"), with(bound("a"), func(st *oriav1alpha1.ScopeInstanceStatus) {
+			st.Conditions = []metav1.Condition{ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, "x")}
+		}), false},
+		{"Bound again", with(bound("a"), func(st *oriav1alpha1.ScopeInstanceStatus) {
+			st.Conditions = []metav1.Condition{ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound, "b")}
+		}), bound("a", "b"), false},
+		{"counting while not Bound", with(bound("a"), func(st *oriav1alpha1.ScopeInstanceStatus) {
+			st.Conditions = []metav1.Condition{ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound, "1")}
+		}), with(bound("a", "b"), func(st *oriav1alpha1.ScopeInstanceStatus) {
+			st.Conditions = []metav1.Condition{ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound, "2")}
+		}), false},
+		{"new generation", bound("a"), with(bound("a", "b"), func(st *oriav1alpha1.ScopeInstanceStatus) { st.ObservedGeneration = 3 }), false},
+		{"condition of a new generation", bound("a"), with(bound("a", "b"), func(st *oriav1alpha1.ScopeInstanceStatus) { st.Conditions[0].ObservedGeneration = 3 }), false},
+		{"scope", bound("a"), with(bound(), func(st *oriav1alpha1.ScopeInstanceStatus) { st.Scope = oriav1alpha1.ScopeCluster }), false},
+		{"publication", bound("a"), with(bound("a", "b"), func(st *oriav1alpha1.ScopeInstanceStatus) {
+			st.Publication = &oriav1alpha1.PublicationStatus{Namespaces: 2}
+		}), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := routineChange(tc.before, tc.after); got != tc.want {
+				t.Errorf("routineChange = %v, want %v", got, tc.want)
 			}
 		})
 	}
