@@ -25,17 +25,6 @@ import (
 	"github.com/operator-framework/oria/internal/metrics"
 )
 
-// defaultWorkers is the number of reconciles per controller at once. A
-// worker waits for the slowest write of its object before taking the next,
-// so too few leave the API server's capacity unused; too many only hold
-// plans in memory, because every reconcile's writes share the process's
-// engine.MaxInFlight (128): two fan-out reconciles of 64 writers fill it.
-// In the benchmark (docs/benchmarks.md, 2026-11-23) 4 workers switched 200
-// extensions as fast as 8 (3.75 s, 3.6-3.7 s) and converged 50,000
-// RoleBindings faster and leaner (35.6 s and 145 MB against 40.7-41.0 s and
-// 166-170 MB; 3 workers: 37.4 s, 150 MB).
-const defaultWorkers = 4
-
 const (
 	// defaultWebhookPort and defaultWebhookCertDir are controller-runtime's
 	// defaults, where config/default mounts the serving certificate.
@@ -97,7 +86,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		"Client-side limit of queries per second to the Kubernetes API; -1 (the default) means no client-side limit: "+
 			"the API server's Priority and Fairness and oria's bounded worker pools limit the load.")
 	fs.IntVar(&cfg.burst, "kube-api-burst", manager.DefaultKubeAPIBurst, "Burst of queries above a positive --kube-api-qps.")
-	fs.IntVar(&cfg.opts.MaxConcurrentReconciles, "max-concurrent-reconciles", defaultWorkers, "Reconciles per controller at once.")
+	fs.IntVar(&cfg.opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 0,
+		"Reconciles per controller at once; 0 (the default): each controller's own, 16 for ClusterExtensions and 4 for the others.")
 	fs.BoolVar(&cfg.opts.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&cfg.opts.LeaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease (default: the pod's namespace in a cluster, kube-system outside).")
@@ -139,8 +129,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if !cfg.opts.MetricsSecure && !loopbackOrOff(cfg.opts.MetricsBindAddress) {
 		return nil, fmt.Errorf("invalid --metrics-bind-address %q with --metrics-secure=false: plain HTTP metrics may listen on a loopback address only (127.0.0.1:<port>)", cfg.opts.MetricsBindAddress)
 	}
-	if cfg.opts.MaxConcurrentReconciles < 1 {
-		return nil, fmt.Errorf("invalid --max-concurrent-reconciles %d: must be at least 1", cfg.opts.MaxConcurrentReconciles)
+	if cfg.opts.MaxConcurrentReconciles < 0 {
+		return nil, fmt.Errorf("invalid --max-concurrent-reconciles %d: must be at least 1, or 0 for each controller's default", cfg.opts.MaxConcurrentReconciles)
 	}
 	return cfg, nil
 }

@@ -20,8 +20,8 @@ func TestParseFlagsDefaults(t *testing.T) {
 	if cfg.opts.DefaultRBACMode != oriav1alpha1.RBACModeUnmanaged {
 		t.Errorf("default mode = %q, want Unmanaged", cfg.opts.DefaultRBACMode)
 	}
-	if cfg.opts.MaxConcurrentReconciles != defaultWorkers {
-		t.Errorf("max-concurrent-reconciles = %d, want %d", cfg.opts.MaxConcurrentReconciles, defaultWorkers)
+	if cfg.opts.MaxConcurrentReconciles != 0 {
+		t.Errorf("max-concurrent-reconciles = %d, want 0 (each controller's default)", cfg.opts.MaxConcurrentReconciles)
 	}
 	// No client-side limit by default: API Priority and Fairness and the
 	// worker pools bound the load (manager.DefaultKubeAPIQPS).
@@ -103,7 +103,7 @@ func TestParseFlagsInvalid(t *testing.T) {
 		{[]string{"--default-rbac-mode="}, "invalid --default-rbac-mode"},
 		{[]string{"--kube-api-qps=0"}, "invalid --kube-api-qps 0: must be greater than 0, or -1 for no client-side limit"},
 		{[]string{"--kube-api-burst=0"}, "invalid --kube-api-burst 0"},
-		{[]string{"--max-concurrent-reconciles=0"}, "invalid --max-concurrent-reconciles 0"},
+		{[]string{"--max-concurrent-reconciles=-1"}, "invalid --max-concurrent-reconciles -1"},
 		{[]string{"--webhook-port=-1"}, "invalid --webhook-port -1: must be a port number, or 0 to disable the escalation guard"},
 		{[]string{"--kube-api-burst=lots"}, "invalid value"},
 		{[]string{"--no-such-flag"}, "flag provided but not defined"},

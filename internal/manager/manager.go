@@ -83,7 +83,8 @@ type Options struct {
 	// DefaultRBACMode applies to ClusterExtensions without the rbac-mode
 	// annotation.
 	DefaultRBACMode oriav1alpha1.RBACMode
-	// MaxConcurrentReconciles is the number of workers per controller.
+	// MaxConcurrentReconciles is the number of workers per controller; 0
+	// gives each controller its DefaultMaxConcurrentReconciles.
 	MaxConcurrentReconciles int
 	// MetricsBindAddress, e.g. ":8443"; "0" disables the metrics server.
 	MetricsBindAddress string

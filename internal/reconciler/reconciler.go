@@ -3,8 +3,9 @@
 // gone, clean up what oria created for it; gather what the reconcile needs
 // into a plan; write through the engine; compute the status from the plan
 // and the outcome with a pure function; write the status once, deferred,
-// only when it changed; and requeue explicitly, never by reading back the
-// status just computed.
+// only when it changed (or hold a routine change back for a while, and
+// requeue for it); and requeue explicitly, never by reading back the status
+// just computed.
 package reconciler
 
 import (

@@ -54,12 +54,24 @@ const DefaultRecheckInterval = time.Minute
 // process (see engine.Memo).
 var memo = engine.NewMemo()
 
+// DefaultMaxConcurrentReconciles is how many extensions are reconciled at
+// once. An extension's reconcile is small (a few roles per API, one
+// condition) and mostly waits: its roles' creates, then its status write,
+// before the worker takes the next extension. With 4 workers, as the other
+// controllers have, switching 200 extensions of 5 APIs to Legacy ran at
+// about 500 roles per second against a plain client's 650-1,000 on the same
+// API server (1.20-1.64 × its time); with 16, 0.93-1.15 ×
+// (docs/benchmarks.md, sixth session of 2026-11-23). The API server's load
+// stays bounded by engine.MaxInFlight, whatever the number of workers.
+const DefaultMaxConcurrentReconciles = 16
+
 // Options configure the controller.
 type Options struct {
 	// DefaultMode applies to ClusterExtensions without the rbac-mode
 	// annotation.
 	DefaultMode oriav1alpha1.RBACMode
-	// MaxConcurrentReconciles is the number of extensions reconciled at once.
+	// MaxConcurrentReconciles is the number of extensions reconciled at
+	// once (DefaultMaxConcurrentReconciles when 0).
 	MaxConcurrentReconciles int
 	// ConflictRetryInterval: see DefaultRecheckInterval; zero means the
 	// default.
@@ -143,7 +155,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 				return toExtension(ctx, o)
 			}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Complete(r)
 }
 

@@ -56,12 +56,17 @@ const DefaultRecheckInterval = 30 * time.Second
 // policies of an extension when it or its CRDs change.
 const extensionNameIndex = "spec.extensionName"
 
+// DefaultMaxConcurrentReconciles is how many policies are reconciled at
+// once.
+const DefaultMaxConcurrentReconciles = 4
+
 // Options configure the controller.
 type Options struct {
 	// DefaultMode is the RBAC mode of extensions without the annotation; it
 	// must match the extension controller's.
 	DefaultMode oriav1alpha1.RBACMode
-	// MaxConcurrentReconciles is the number of workers.
+	// MaxConcurrentReconciles is the number of workers
+	// (DefaultMaxConcurrentReconciles when 0).
 	MaxConcurrentReconciles int
 	// ConflictRecheckInterval: see DefaultRecheckInterval; zero
 	// means the default.
@@ -118,7 +123,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.policiesOf(ctx, o.GetLabels()[oriav1alpha1.LabelOLMOwnerName])
 			})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Complete(r)
 }
 

@@ -96,9 +96,21 @@ var memo = engine.NewMemo()
 // it and no event announces that it is gone.
 const DefaultRecheckInterval = 30 * time.Second
 
+// DefaultMaxConcurrentReconciles is how many instances are reconciled at
+// once. A worker waits for the slowest write of its instance before taking
+// the next, so too few leave the API server's capacity unused; too many
+// only hold plans in memory (thousands of desired bindings each), because
+// every reconcile's writes share the process's engine.MaxInFlight (128):
+// two fan-out reconciles of 64 writers fill it. In the benchmark
+// (docs/benchmarks.md, third session of 2026-11-23) 4 workers converged
+// 50,000 RoleBindings faster and leaner than 8 (35.6 s and 145 MB against
+// 40.7-41.0 s and 166-170 MB; 3 workers: 37.4 s, 150 MB).
+const DefaultMaxConcurrentReconciles = 4
+
 // Options configure the controller.
 type Options struct {
-	// MaxConcurrentReconciles is the number of workers.
+	// MaxConcurrentReconciles is the number of workers
+	// (DefaultMaxConcurrentReconciles when 0).
 	MaxConcurrentReconciles int
 	// Workers bounds the parallel writes of one reconcile
 	// (engine.DefaultWorkers when 0).
@@ -199,7 +211,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 				}
 				return reqs
 			})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Complete(r)
 }
 

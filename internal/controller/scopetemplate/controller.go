@@ -64,9 +64,14 @@ const DefaultRecheckInterval = 30 * time.Second
 // process (see engine.Memo).
 var memo = engine.NewMemo()
 
+// DefaultMaxConcurrentReconciles is how many templates are reconciled at
+// once.
+const DefaultMaxConcurrentReconciles = 4
+
 // Options configure the controller.
 type Options struct {
-	// MaxConcurrentReconciles is the number of workers.
+	// MaxConcurrentReconciles is the number of workers
+	// (DefaultMaxConcurrentReconciles when 0).
 	MaxConcurrentReconciles int
 	// ConflictRecheckInterval: see DefaultRecheckInterval (the default
 	// when 0).
@@ -112,7 +117,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			return reconciler.Requests(ctx, r.Client, &oriav1alpha1.ScopeTemplateList{}, client.MatchingFields{manager.IndexScopeTemplateRole: o.GetName()})
 		})).
 		Watches(&oriav1alpha1.ScopeInstance{}, instanceHandler{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Complete(r)
 }
 
