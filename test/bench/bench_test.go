@@ -279,7 +279,7 @@ func TestParseFlags(t *testing.T) {
 	c, err = parseFlags(nil, io.Discard)
 	if err != nil || c.extensions != 200 || c.namespaces != 2000 || c.scaleInstances != 10 || c.scaleNamespaces != 5000 ||
 		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioFanoutPublish, scenarioIdle}) ||
-		c.repeat != 3 || !c.floorWarmup {
+		c.repeat != 5 || !c.floorWarmup {
 		t.Errorf("defaults = %+v, %v", c, err)
 	}
 	c, err = parseFlags([]string{"-repeat=1", "-floor-warmup=false"}, io.Discard)

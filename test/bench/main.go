@@ -74,7 +74,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.burst, "burst", manager.DefaultKubeAPIBurst, "oria's --kube-api-burst (default: oria's), for a positive -qps.")
 	fs.IntVar(&c.floorWorkers, "floor-workers", 32, "Parallel workers of the floor client.")
 	fs.BoolVar(&c.noFloor, "no-floor", false, "Skip the floor measurements.")
-	fs.IntVar(&c.repeat, "repeat", 3, "Rounds of the extensions, fanout and fanout-publish rows (floor, then oria, each round); a row shows the median round. The scale row runs once.")
+	fs.IntVar(&c.repeat, "repeat", 5, "Rounds of the extensions, fanout and fanout-publish rows (floor, then oria, each round); a row shows the median round. The scale row runs once.")
 	fs.BoolVar(&c.floorWarmup, "floor-warmup", true, "Run the floor without a client-side limit once, untimed, before timing it, so that it starts like oria's phase: right after the row's objects were created and deleted once.")
 	fs.BoolVar(&c.floorApply, "floor-apply", false, "The floor writes with server-side apply, as oria does, instead of create.")
 	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, fanout-publish, scale, idle; all = extensions, fanout, fanout-publish, idle.")
