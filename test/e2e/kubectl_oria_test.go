@@ -190,9 +190,10 @@ var (
 func kubectlOria(t *testing.T, args ...string) string {
 	t.Helper()
 	pluginOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kubectl-oria-")
-		if err != nil {
-			pluginErr = err
+		// A folder of its own (it goes on PATH), in the suite's work
+		// folder, which the teardown removes.
+		dir := filepath.Join(workDir, "plugin")
+		if pluginErr = os.Mkdir(dir, 0o700); pluginErr != nil {
 			return
 		}
 		pluginBin = filepath.Join(dir, "kubectl-oria")

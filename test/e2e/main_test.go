@@ -45,6 +45,9 @@ var (
 	oria *oriaproc.Process
 	// oriaBin and oriaLog are the binary and log of oria, to restart it.
 	oriaBin, oriaLog string
+	// workDir holds them and whatever else the suite builds; the teardown
+	// removes it.
+	workDir string
 	// kcmLog is kube-controller-manager's log (unless ORIA_TEST_VERBOSE
 	// sends it to stderr): its end is printed when a test failed, since
 	// garbage collection and namespace deletion are its work.
@@ -80,7 +83,7 @@ func setupOria() (func(int), error) {
 	if err != nil {
 		return nil, err
 	}
-	oriaLog = filepath.Join(tmp, "oria.log")
+	workDir, oriaLog = tmp, filepath.Join(tmp, "oria.log")
 	oriaBin, err = oriaproc.Build(localcluster.RepoRoot(), tmp)
 	if err == nil {
 		k8sClient, err = testutil.AdminClient(cluster)
