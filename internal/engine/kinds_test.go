@@ -61,18 +61,18 @@ func TestUpToDateAndOwnership(t *testing.T) {
 	staleOwner := want.DeepCopy()
 	staleOwner.OwnerReferences[0].UID = "old"
 	assert.False(t, engine.RoleBindingKind.UpToDate(staleOwner, want), "a stale owner is repaired")
-	assert.True(t, ownership.InstanceOwns(staleOwner, "inst"))
+	assert.True(t, ownership.InstanceOwner("inst")(staleOwner))
 
 	// Ownership: labels or controller reference; anything else is foreign.
 	noLabels := want.DeepCopy()
 	noLabels.Labels = nil
-	assert.True(t, ownership.InstanceOwns(noLabels, "inst"), "our ownerReference")
+	assert.True(t, ownership.InstanceOwner("inst")(noLabels), "our ownerReference")
 	noOwner := want.DeepCopy()
 	noOwner.OwnerReferences = nil
-	assert.True(t, ownership.InstanceOwns(noOwner, "inst"), "our labels")
+	assert.True(t, ownership.InstanceOwner("inst")(noOwner), "our labels")
 	foreign := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: "ns"}}
-	assert.False(t, ownership.InstanceOwns(foreign, "inst"))
-	assert.False(t, ownership.InstanceOwns(want, "other-instance"))
+	assert.False(t, ownership.InstanceOwner("inst")(foreign))
+	assert.False(t, ownership.InstanceOwner("other-instance")(want))
 
 	// Merge keeps other owners but replaces the controller.
 	staleOwner.OwnerReferences = append(staleOwner.OwnerReferences, metav1.OwnerReference{Kind: "Thing", Name: "t", UID: "x"})

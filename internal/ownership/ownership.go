@@ -159,15 +159,9 @@ func TemplateOwns(obj metav1.Object, template string) bool {
 		ControllerName(obj.GetOwnerReferences(), KindScopeTemplate) == template
 }
 
-// InstanceOwns reports whether obj (a binding) was created by oria for the
-// named instance.
-func InstanceOwns(obj metav1.Object, instance string) bool {
-	return InstanceOwner(instance)(obj)
-}
-
-// InstanceOwner returns InstanceOwns for the named instance, with the labels
-// it looks for computed once: a reconcile asks it of every binding of the
-// instance, thousands of them.
+// InstanceOwner returns whether an object (a binding) was created by oria
+// for the named instance, with the labels it looks for computed once: a
+// reconcile asks it of every binding of the instance, thousands of them.
 func InstanceOwner(instance string) func(metav1.Object) bool {
 	labels := map[string]string{
 		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
