@@ -38,6 +38,11 @@ type APIRef struct {
 //
 // The namespaces are the union of namespaces and the namespaces that
 // namespaceSelector matches; with neither the grant is cluster-wide.
+//
+// Every field that decides what is granted where (namespaces, the selector,
+// the ServiceAccount, subjects, APIs) is atomic under server-side apply: when the manager
+// that set it removes a grant, the grant goes, even if another manager
+// applied the same value too (or the apply conflicts, loudly).
 type RBACPolicySpec struct {
 	// extensionName is the name of the ClusterExtension whose APIs to grant.
 	// The extension must be in FineGrained (or Legacy) mode so that its
@@ -61,7 +66,7 @@ type RBACPolicySpec struct {
 
 	// namespaces lists namespaces to grant access in.
 	// +optional
-	// +listType=set
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10000
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
@@ -69,6 +74,7 @@ type RBACPolicySpec struct {
 
 	// namespaceSelector selects namespaces to grant access in by label.
 	// +optional
+	// +structType=atomic
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
 	// apis narrows the grant to some of the extension's APIs. Empty means
@@ -83,6 +89,7 @@ type RBACPolicySpec struct {
 	// bindings oria then writes impersonating this ServiceAccount. Naming a
 	// ServiceAccount requires the right to impersonate it.
 	// +optional
+	// +structType=atomic
 	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
 }
 

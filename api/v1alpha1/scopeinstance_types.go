@@ -19,6 +19,11 @@ const (
 // namespaceSelector matches. With neither field set the template is bound
 // cluster-wide, with one ClusterRoleBinding per role. A selector that matches
 // no namespace binds nothing (it never widens to cluster-wide).
+//
+// Every field that decides what is granted where (namespaces, the selector,
+// the ServiceAccount, the publication) is atomic under server-side apply: when the manager
+// that set it removes a grant, the grant goes, even if another manager
+// applied the same value too (or the apply conflicts, loudly).
 type ScopeInstanceSpec struct {
 	// scopeTemplateName is the name of the ScopeTemplate to bind.
 	// +required
@@ -29,7 +34,7 @@ type ScopeInstanceSpec struct {
 	// namespaces lists namespaces to bind the template in. A namespace that
 	// does not exist yet is reported and bound as soon as it is created.
 	// +optional
-	// +listType=set
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10000
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
@@ -42,6 +47,7 @@ type ScopeInstanceSpec struct {
 	// have: `namespaceSelector: {team: a}` means `matchLabels: {team: a}`.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
+	// +structType=atomic
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
 	// serviceAccount caps what this instance can grant (attenuation, as OLM
@@ -54,6 +60,7 @@ type ScopeInstanceSpec struct {
 	// and tried again; the others are written. Naming a ServiceAccount
 	// requires the right to impersonate it.
 	// +optional
+	// +structType=atomic
 	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
 
 	// publication tells the operator which namespaces to watch (after IBM's
@@ -64,6 +71,7 @@ type ScopeInstanceSpec struct {
 	// change of the list. Naming a ConfigMap requires the right to write it,
 	// and restart labels the right to patch the workloads there.
 	// +optional
+	// +structType=atomic
 	Publication *Publication `json:"publication,omitempty"`
 }
 
@@ -90,6 +98,7 @@ type Publication struct {
 	// restart.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=20
+	// +mapType=atomic
 	RestartLabels map[string]string `json:"restartLabels,omitempty"`
 }
 
@@ -194,6 +203,7 @@ type ScopeInstanceStatus struct {
 	// publication reports what spec.publication published and the last
 	// restart it caused.
 	// +optional
+	// +structType=atomic
 	Publication *PublicationStatus `json:"publication,omitempty"`
 }
 

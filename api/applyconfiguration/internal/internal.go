@@ -102,6 +102,7 @@ var schemaYAML = typed.YAMLObject(`types:
         map:
           elementType:
             scalar: string
+          elementRelationship: atomic
 - name: com.github.operator-framework.oria.api.v1alpha1.PublicationStatus
   map:
     fields:
@@ -171,15 +172,17 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: namespaceSelector
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+        elementRelationship: atomic
     - name: namespaces
       type:
         list:
           elementType:
             scalar: string
-          elementRelationship: associative
+          elementRelationship: atomic
     - name: serviceAccount
       type:
         namedType: com.github.operator-framework.oria.api.v1alpha1.ServiceAccountReference
+        elementRelationship: atomic
     - name: subjects
       type:
         list:
@@ -248,21 +251,24 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: namespaceSelector
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+        elementRelationship: atomic
     - name: namespaces
       type:
         list:
           elementType:
             scalar: string
-          elementRelationship: associative
+          elementRelationship: atomic
     - name: publication
       type:
         namedType: com.github.operator-framework.oria.api.v1alpha1.Publication
+        elementRelationship: atomic
     - name: scopeTemplateName
       type:
         scalar: string
     - name: serviceAccount
       type:
         namedType: com.github.operator-framework.oria.api.v1alpha1.ServiceAccountReference
+        elementRelationship: atomic
 - name: com.github.operator-framework.oria.api.v1alpha1.ScopeInstanceStatus
   map:
     fields:
@@ -289,6 +295,7 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: publication
       type:
         namedType: com.github.operator-framework.oria.api.v1alpha1.PublicationStatus
+        elementRelationship: atomic
     - name: scope
       type:
         scalar: string

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
+	policymodel "github.com/operator-framework/oria/internal/policy"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -33,7 +33,7 @@ func TestConflictWithForeignTemplate(t *testing.T) {
 	ext, _ := installed(t, oriav1alpha1.RBACModeFineGrained, "conflict", "crates")
 	name := testutil.UniqueName("policy")
 	foreign := &oriav1alpha1.ScopeTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: rbacpolicy.ObjectName(name)},
+		ObjectMeta: metav1.ObjectMeta{Name: policymodel.ObjectName(name)},
 		Spec: oriav1alpha1.ScopeTemplateSpec{
 			ClusterRoles:    []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}},
 			BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: rbacv1.GroupName, Name: "someone"}}},
@@ -63,7 +63,7 @@ func TestConflictResolvesWhenForeignObjectGoes(t *testing.T) {
 	ext, _ := installed(t, oriav1alpha1.RBACModeFineGrained, "resolve", "crates")
 	name := testutil.UniqueName("policy")
 	foreign := &oriav1alpha1.ScopeInstance{
-		ObjectMeta: metav1.ObjectMeta{Name: rbacpolicy.ObjectName(name)},
+		ObjectMeta: metav1.ObjectMeta{Name: policymodel.ObjectName(name)},
 		Spec:       oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: "someone-elses"},
 	}
 	require.NoError(t, k8sClient.Create(context.Background(), foreign))
@@ -104,7 +104,7 @@ func TestCompiledObjectsAreRestored(t *testing.T) {
 	}
 
 	si := &oriav1alpha1.ScopeInstance{}
-	require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Name: rbacpolicy.ObjectName(p.Name)}, si))
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Name: policymodel.ObjectName(p.Name)}, si))
 	require.NoError(t, k8sClient.Delete(ctx, si))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		got := &oriav1alpha1.ScopeInstance{}

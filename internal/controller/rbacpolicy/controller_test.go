@@ -14,6 +14,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
+	policymodel "github.com/operator-framework/oria/internal/policy"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -27,7 +28,7 @@ func TestCompilesAndMirrorsInstance(t *testing.T) {
 	assert.Equal(t, []string{"widgets." + group + "-edit", "widgets." + group + "-view", "widgets." + group + "-view-crdview"}, templateRoles(st))
 	assert.Equal(t, []rbacv1.Subject{{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "developers"}}, st.Spec.BindingTemplate.Subjects)
 	si := &oriav1alpha1.ScopeInstance{}
-	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Name: rbacpolicy.ObjectName(p.Name)}, si))
+	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Name: policymodel.ObjectName(p.Name)}, si))
 	assert.Equal(t, []string{"team-a"}, si.Spec.Namespaces)
 	assert.Equal(t, st.Name, si.Spec.ScopeTemplateName)
 	require.True(t, metav1.IsControlledBy(si, p) && metav1.IsControlledBy(st, p), "compiled objects are controlled by the policy")

@@ -12,6 +12,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/manager"
+	policymodel "github.com/operator-framework/oria/internal/policy"
 )
 
 // decision is what a reconcile does with a policy's compiled objects.
@@ -36,7 +37,7 @@ type plan struct {
 	reason, message string
 	// compiled is the policy compiled against its extension's APIs
 	// (decisionApply, and APINotFound revocations).
-	compiled Compiled
+	compiled policymodel.Compiled
 	// clusterScoped are the covered APIs that are cluster-scoped, for a
 	// policy that grants in namespaces (where RoleBindings cannot reach
 	// them).
@@ -57,7 +58,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 	}
 	// Spec errors are terminal and leave existing grants as they are: the
 	// admin fixes the policy, and a typo never revokes access by surprise.
-	if problems := ValidateSubjects(policy.Spec.Subjects); len(problems) > 0 {
+	if problems := policymodel.ValidateSubjects(policy.Spec.Subjects); len(problems) > 0 {
 		return keep(oriav1alpha1.ReasonInvalidSubject, strings.Join(problems, "; "))
 	}
 	if policy.Spec.NamespaceSelector != nil {
@@ -91,7 +92,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{decision: decisionApply, compiled: Compile(policy, crds)}
+	p := &plan{decision: decisionApply, compiled: policymodel.Compile(policy, crds)}
 	namespaced := len(policy.Spec.Namespaces) > 0 || policy.Spec.NamespaceSelector != nil
 	if namespaced && r.APIScopes != nil && len(p.compiled.APIs) > 0 {
 		var unknown []string

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	policymodel "github.com/operator-framework/oria/internal/policy"
 	"github.com/operator-framework/oria/internal/status"
 )
 
@@ -26,8 +27,8 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 		return st
 	}
 	st.ObservedGeneration = policy.Generation
-	st.ScopeTemplateName = ObjectName(policy.Name)
-	st.ScopeInstanceName = ObjectName(policy.Name)
+	st.ScopeTemplateName = policymodel.ObjectName(policy.Name)
+	st.ScopeInstanceName = policymodel.ObjectName(policy.Name)
 	if err != nil {
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
 		return st

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	policymodel "github.com/operator-framework/oria/internal/policy"
 )
 
 func TestComputeStatus(t *testing.T) {
@@ -20,7 +21,7 @@ func TestComputeStatus(t *testing.T) {
 		Status: oriav1alpha1.RBACPolicyStatus{ObservedGeneration: 1, APIs: []string{"old.example.com"}, Scope: oriav1alpha1.ScopeNamespaces,
 			BoundNamespaces: []string{"team-a"}, BoundNamespaceCount: 1},
 	}
-	compiled := Compile(policy, []string{"applications.argoproj.io"})
+	compiled := policymodel.Compile(policy, []string{"applications.argoproj.io"})
 	instance := func(gen int64, ready metav1.ConditionStatus, reason, msg string) *oriav1alpha1.ScopeInstance {
 		si := compiled.Instance.DeepCopy()
 		si.Generation = gen
@@ -89,7 +90,7 @@ func TestComputeStatus(t *testing.T) {
 			"every API this policy covers is cluster-scoped (applications.argoproj.io): a RoleBinding cannot grant a cluster-scoped API, so this policy grants nothing in its namespaces; remove spec.namespaces and spec.namespaceSelector to grant it cluster-wide")),
 	}, {
 		name: "namespaced policy over a cluster-scoped API among others",
-		p: &plan{decision: decisionApply, compiled: Compile(policy, []string{"applications.argoproj.io", "appprojects.argoproj.io"}),
+		p: &plan{decision: decisionApply, compiled: policymodel.Compile(policy, []string{"applications.argoproj.io", "appprojects.argoproj.io"}),
 			clusterScoped: []string{"appprojects.argoproj.io"}},
 		out: result{instance: instance(1, metav1.ConditionTrue, oriav1alpha1.ReasonBound, "ok")},
 		want: func() oriav1alpha1.RBACPolicyStatus {

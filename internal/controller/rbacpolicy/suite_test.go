@@ -16,6 +16,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
+	policymodel "github.com/operator-framework/oria/internal/policy"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -89,7 +90,7 @@ func readyMessage(p *oriav1alpha1.RBACPolicy) string {
 // compiled returns the compiled ScopeTemplate and ScopeInstance of a policy,
 // by name only.
 func compiled(policy string) (*oriav1alpha1.ScopeTemplate, *oriav1alpha1.ScopeInstance) {
-	om := metav1.ObjectMeta{Name: rbacpolicy.ObjectName(policy)}
+	om := metav1.ObjectMeta{Name: policymodel.ObjectName(policy)}
 	return &oriav1alpha1.ScopeTemplate{ObjectMeta: om}, &oriav1alpha1.ScopeInstance{ObjectMeta: om}
 }
 

@@ -31,6 +31,11 @@ import (
 //
 // The namespaces are the union of namespaces and the namespaces that
 // namespaceSelector matches; with neither the grant is cluster-wide.
+//
+// Every field that decides what is granted where (namespaces, the selector,
+// the ServiceAccount, subjects, APIs) is atomic under server-side apply: when the manager
+// that set it removes a grant, the grant goes, even if another manager
+// applied the same value too (or the apply conflicts, loudly).
 type RBACPolicySpecApplyConfiguration struct {
 	// extensionName is the name of the ClusterExtension whose APIs to grant.
 	// The extension must be in FineGrained (or Legacy) mode so that its

@@ -31,6 +31,11 @@ import (
 // namespaceSelector matches. With neither field set the template is bound
 // cluster-wide, with one ClusterRoleBinding per role. A selector that matches
 // no namespace binds nothing (it never widens to cluster-wide).
+//
+// Every field that decides what is granted where (namespaces, the selector,
+// the ServiceAccount, the publication) is atomic under server-side apply: when the manager
+// that set it removes a grant, the grant goes, even if another manager
+// applied the same value too (or the apply conflicts, loudly).
 type ScopeInstanceSpecApplyConfiguration struct {
 	// scopeTemplateName is the name of the ScopeTemplate to bind.
 	ScopeTemplateName *string `json:"scopeTemplateName,omitempty"`

@@ -1,4 +1,4 @@
-package rbacpolicy
+package policy
 
 import (
 	"strings"

@@ -1,4 +1,9 @@
-package rbacpolicy
+// Package policy is the pure model of an RBACPolicy: what a policy compiles
+// into (a ScopeTemplate and a ScopeInstance owned by it), under which names
+// and labels, and which subjects it may name. The RBACPolicy controller
+// writes what Compile returns; the escalation guard checks the requester
+// against the same result; nothing here reads the cluster.
+package policy
 
 import (
 	"slices"

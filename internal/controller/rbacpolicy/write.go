@@ -1,0 +1,185 @@
+package rbacpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/ownership"
+	policymodel "github.com/operator-framework/oria/internal/policy"
+)
+
+// result is what act did.
+type result struct {
+	// conflict names the same-name objects the policy does not control.
+	conflict string
+	// instance is the compiled ScopeInstance as the cache shows it (nil
+	// before it exists).
+	instance *oriav1alpha1.ScopeInstance
+}
+
+// writer returns the engine writer of the compiled objects. Every write the
+// controller makes goes through it: a compiled object is created (never
+// upserted), repaired by replacing its whole spec, and deleted with a UID
+// precondition.
+func (r *Reconciler) writer() *engine.Writer {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	return &engine.Writer{Client: r.Client, Reader: reader}
+}
+
+// act carries out the plan's decision: write the compiled objects, revoke
+// them, or leave everything as it is.
+func (r *Reconciler) act(ctx context.Context, policy *oriav1alpha1.RBACPolicy, p *plan) (result, error) {
+	switch p.decision {
+	case decisionRevoke:
+		return result{}, r.revoke(ctx, policy, p.message)
+	case decisionApply:
+	default:
+		return result{}, nil
+	}
+	conflict, err := r.ensure(ctx, policy, p.compiled)
+	if err != nil || conflict != "" {
+		if conflict != "" {
+			r.Recorder.Eventf(policy, nil, corev1.EventTypeWarning, oriav1alpha1.ReasonConflict, "Compile", conflict)
+		}
+		return result{conflict: conflict}, err
+	}
+	inst := &oriav1alpha1.ScopeInstance{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(p.compiled.Instance), inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Just created; the cache has not seen it yet. Its creation
+			// event requeues the policy.
+			return result{}, nil
+		}
+		return result{}, fmt.Errorf("getting ScopeInstance %q: %w", p.compiled.Instance.Name, err)
+	}
+	return result{instance: inst}, nil
+}
+
+// ensure makes the compiled template and instance exist exactly as
+// compiled, through the engine. An object of the same name that the policy
+// does not control (by its UID) is a conflict: it is named in the returned
+// message and never modified.
+func (r *Reconciler) ensure(ctx context.Context, policy *oriav1alpha1.RBACPolicy, c policymodel.Compiled) (string, error) {
+	w := r.writer()
+	owns := func(o client.Object) bool { return ownership.ControlledByUID(o, policy.UID) }
+	tmplCached, err := cached(ctx, r.Client, c.Template)
+	if err != nil {
+		return "", err
+	}
+	tmpl := engine.Ensure(ctx, w, engine.ScopeTemplateKind, owns, []*oriav1alpha1.ScopeTemplate{c.Template}, tmplCached)
+	instCached, err := cached(ctx, r.Client, c.Instance)
+	if err != nil {
+		return "", err
+	}
+	inst := engine.Ensure(ctx, w, engine.ScopeInstanceKind, owns, []*oriav1alpha1.ScopeInstance{c.Instance}, instCached)
+
+	var conflicts []string
+	var errs []error
+	for i, o := range []engine.Outcome{tmpl[0], inst[0]} {
+		kind := []string{engine.ScopeTemplateKind.Name, engine.ScopeInstanceKind.Name}[i]
+		switch o.Action {
+		case engine.Conflict:
+			conflicts = append(conflicts, fmt.Sprintf("%s %q exists and was not created by this RBACPolicy", kind, o.Name))
+		case engine.Failed, engine.Forbidden:
+			errs = append(errs, o.Err)
+		case engine.Created, engine.Updated, engine.Replaced:
+			if i == 0 {
+				r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Compiled", "Apply",
+					"ScopeTemplate %q binds %d ClusterRoles for %d APIs", o.Name, len(c.Roles), len(c.APIs))
+			} else {
+				r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Compiled", "Apply", "ScopeInstance %q targets %s", o.Name, describeTarget(policy))
+			}
+		}
+	}
+	if len(conflicts) > 0 {
+		return strings.Join(conflicts, "; ") + "; rename or delete it", errors.Join(errs...)
+	}
+	return "", errors.Join(errs...)
+}
+
+// cached returns want's object as oria's cache shows it, keyed for
+// engine.Ensure (empty when the cache does not have it).
+func cached[T client.Object](ctx context.Context, c client.Reader, want T) (map[types.NamespacedName]T, error) {
+	cur := want.DeepCopyObject().(T)
+	if err := c.Get(ctx, engine.Key(want), cur); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("getting %T %q: %w", want, want.GetName(), err)
+	}
+	return map[types.NamespacedName]T{engine.Key(want): cur}, nil
+}
+
+// reconcileDelete removes the objects compiled from a deleted policy. The
+// ownerReferences would let the garbage collector do it too; doing it here
+// makes revocation immediate and works without the garbage collector.
+func (r *Reconciler) reconcileDelete(ctx context.Context, policy string) error {
+	_, err := r.deleteCompiled(ctx, policy, "")
+	return err
+}
+
+// deleteCompiled deletes, through the engine, the ScopeTemplate and
+// ScopeInstance compiled from the named policy: those carrying its labels
+// and controlled by it (by UID when uid is set, else by an RBACPolicy
+// controller reference of that name, the policy being gone). It returns
+// how many it deleted.
+func (r *Reconciler) deleteCompiled(ctx context.Context, policy string, uid types.UID) (int, error) {
+	sel := client.MatchingLabels(policymodel.PolicyLabels(policy))
+	compiledBy := func(o client.Object) bool {
+		if uid != "" {
+			return ownership.ControlledByUID(o, uid)
+		}
+		return ownership.ControllerName(o.GetOwnerReferences(), ownership.KindRBACPolicy) == policy
+	}
+	var instances oriav1alpha1.ScopeInstanceList
+	if err := r.Client.List(ctx, &instances, sel); err != nil {
+		return 0, fmt.Errorf("listing ScopeInstances of RBACPolicy %q: %w", policy, err)
+	}
+	var templates oriav1alpha1.ScopeTemplateList
+	if err := r.Client.List(ctx, &templates, sel); err != nil {
+		return 0, fmt.Errorf("listing ScopeTemplates of RBACPolicy %q: %w", policy, err)
+	}
+	var si []*oriav1alpha1.ScopeInstance
+	for i := range instances.Items {
+		if compiledBy(&instances.Items[i]) {
+			si = append(si, &instances.Items[i])
+		}
+	}
+	var st []*oriav1alpha1.ScopeTemplate
+	for i := range templates.Items {
+		if compiledBy(&templates.Items[i]) {
+			st = append(st, &templates.Items[i])
+		}
+	}
+	w := r.writer()
+	outcomes := append(engine.Delete(ctx, w, engine.ScopeInstanceKind.Name, si), engine.Delete(ctx, w, engine.ScopeTemplateKind.Name, st)...)
+	var errs []error
+	for _, o := range outcomes {
+		errs = append(errs, o.Err)
+	}
+	return len(outcomes), errors.Join(errs...)
+}
+
+// revoke removes the compiled objects of a policy that currently grants
+// nothing, emitting an event (saying why) when there was something to
+// remove.
+func (r *Reconciler) revoke(ctx context.Context, policy *oriav1alpha1.RBACPolicy, why string) error {
+	n, err := r.deleteCompiled(ctx, policy.Name, policy.UID)
+	if err != nil || n == 0 {
+		return err
+	}
+	r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Revoked", "Delete", "removed the grant: %s", why)
+	return nil
+}
