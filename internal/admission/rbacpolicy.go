@@ -8,12 +8,12 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
-	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
+	"github.com/operator-framework/oria/internal/policy"
 	"github.com/operator-framework/oria/internal/manager"
 )
 
 // checkPolicy checks an RBACPolicy create or spec update: the user must be
-// allowed to bind the roles the policy compiles to (rbacpolicy.Compile, the
+// allowed to bind the roles the policy compiles to (policy.Compile, the
 // controller's own compiler) wherever it binds them.
 //
 // Which APIs: those listed in spec.apis, whether the extension provides them
@@ -33,7 +33,7 @@ func (g *Guard) checkPolicy(ctx context.Context, user authenticationv1.UserInfo,
 	if err != nil {
 		return nil, err
 	}
-	c := rbacpolicy.Compile(p, crds)
+	c := policy.Compile(p, crds)
 	var grants []binding.Grant
 	if c.Instance != nil {
 		grants = binding.InstanceGrants(c.Instance.Spec, c.Roles)

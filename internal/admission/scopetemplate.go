@@ -21,7 +21,15 @@ import (
 //     may even exist before its template): the user needs to be allowed to
 //     bind every role of the new template wherever those instances bind.
 //     This is what keeps a user from editing an admin's template after the
-//     admin bound it.
+//     admin bound it;
+//   - an update that gives its roles to a new subject, or adds a role, is
+//     also checked cluster-wide (binding.Widened): any instance may bind
+//     the template later, an admin's included, so the user must be allowed
+//     to grant what they add anywhere. This is what keeps a user from
+//     rewriting the subjects of a template an admin reviewed and is about
+//     to bind. Creating a template is not checked so: the admin who binds a
+//     template someone else wrote reviews it (kubectl oria can show what it
+//     binds).
 func (g *Guard) checkTemplate(ctx context.Context, user authenticationv1.UserInfo, old, t *oriav1alpha1.ScopeTemplate) ([]string, error) {
 	roles := binding.Roles(t)
 	denials, err := g.Authorizer.CheckEscalate(ctx, user, ChangedInlineRoles(old, t))
@@ -40,7 +48,22 @@ func (g *Guard) checkTemplate(ctx context.Context, user authenticationv1.UserInf
 	if err != nil {
 		return nil, err
 	}
-	return messages(user, append(denials, bind...)), nil
+	out := messages(user, append(denials, bind...))
+	if old == nil {
+		return out, nil
+	}
+	var widened []binding.Grant
+	for _, r := range binding.Widened(old, t) {
+		widened = append(widened, binding.Grant{Role: r.Name})
+	}
+	anywhere, err := g.Authorizer.CheckBind(ctx, user, widened, InlineRules(roles))
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range messages(user, anywhere) {
+		out = append(out, m+"; a change of an existing ScopeTemplate's subjects or roles is checked cluster-wide, since any instance, an admin's later one included, may bind it anywhere (create a new template instead)")
+	}
+	return out, nil
 }
 
 // InlineRules maps each inline role of a template to its rules: what the

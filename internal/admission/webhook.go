@@ -9,7 +9,7 @@
 //
 // What an object grants, and where, comes from the same pure functions the
 // controllers use: binding.Roles and binding.InstanceGrants for the binding
-// layer, rbacpolicy.Compile for policies. The checks are
+// layer, policy.Compile for policies. The checks are
 // SubjectAccessReviews for the requester's user info (Authorizer).
 package admission
 
@@ -22,7 +22,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,66 +105,62 @@ func (g *Guard) Handle(ctx context.Context, req admission.Request) admission.Res
 }
 
 // check decodes the object (and the old one on update) and returns what the
-// requester may not do.
+// requester may not do. A change is checked when it could grant something:
+// a create, a spec change, a change of who owns spec fields under
+// server-side apply (taking co-ownership of a grant is asserting it), a
+// change of the metadata oria derives ownership from, and any change of a
+// policy's compiled objects. Everything else (an unrelated label, an
+// annotation) is admitted without a review.
 func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, error) {
-	user := req.UserInfo
+	var obj, old client.Object
 	switch req.Kind.Kind {
 	case "ScopeTemplate":
-		obj, old := &oriav1alpha1.ScopeTemplate{}, &oriav1alpha1.ScopeTemplate{}
-		if skip, err := g.decode(req, obj, old, func() bool { return equality.Semantic.DeepEqual(obj.Spec, old.Spec) }); skip || err != nil {
-			return nil, err
-		}
-		return g.gate(ctx, user, func() ([]string, error) { return g.checkTemplate(ctx, user, oldOrNil(req, old), obj) })
+		obj, old = &oriav1alpha1.ScopeTemplate{}, &oriav1alpha1.ScopeTemplate{}
 	case "ScopeInstance":
-		obj, old := &oriav1alpha1.ScopeInstance{}, &oriav1alpha1.ScopeInstance{}
-		if skip, err := g.decode(req, obj, old, func() bool { return equality.Semantic.DeepEqual(obj.Spec, old.Spec) }); skip || err != nil {
-			return nil, err
-		}
-		return g.gate(ctx, user, func() ([]string, error) { return g.checkInstance(ctx, user, obj) })
+		obj, old = &oriav1alpha1.ScopeInstance{}, &oriav1alpha1.ScopeInstance{}
 	case "RBACPolicy":
-		obj, old := &oriav1alpha1.RBACPolicy{}, &oriav1alpha1.RBACPolicy{}
-		if skip, err := g.decode(req, obj, old, func() bool { return equality.Semantic.DeepEqual(obj.Spec, old.Spec) }); skip || err != nil {
-			return nil, err
-		}
-		return g.gate(ctx, user, func() ([]string, error) { return g.checkPolicy(ctx, user, obj) })
+		obj, old = &oriav1alpha1.RBACPolicy{}, &oriav1alpha1.RBACPolicy{}
 	default:
 		// Not one of oria's kinds: the webhook configuration does not send
 		// them; admit rather than guess.
 		return nil, nil
 	}
-}
-
-// decode fills obj (and old on update) and reports whether the request can
-// be admitted without a check: an update that leaves the spec alone
-// (labels, annotations, finalizers, ownerReferences) grants nothing new.
-func (g *Guard) decode(req admission.Request, obj, old runtime.Object, specEqual func() bool) (bool, error) {
 	if err := g.decoder.DecodeRaw(req.Object, obj); err != nil {
-		return false, fmt.Errorf("decoding %s: %w", req.Kind.Kind, err)
+		return nil, fmt.Errorf("decoding %s: %w", req.Kind.Kind, err)
 	}
-	if req.Operation != admissionv1.Update {
-		return false, nil
-	}
-	if err := g.decoder.DecodeRaw(req.OldObject, old); err != nil {
-		return false, fmt.Errorf("decoding the old %s: %w", req.Kind.Kind, err)
-	}
-	return specEqual(), nil
-}
-
-func oldOrNil(req admission.Request, old *oriav1alpha1.ScopeTemplate) *oriav1alpha1.ScopeTemplate {
 	if req.Operation == admissionv1.Update {
-		return old
+		if err := g.decoder.DecodeRaw(req.OldObject, old); err != nil {
+			return nil, fmt.Errorf("decoding the old %s: %w", req.Kind.Kind, err)
+		}
+	} else {
+		old = nil
 	}
-	return nil
-}
-
-// gate runs check unless user may bind and escalate every ClusterRole
-// cluster-wide (cluster admins, oria itself), who passes every check.
-func (g *Guard) gate(ctx context.Context, user authenticationv1.UserInfo, check func() ([]string, error)) ([]string, error) {
-	ok, err := g.Authorizer.Unrestricted(ctx, user)
-	if err != nil || ok {
+	c := classify(old, obj)
+	if !c.needsCheck() {
+		return nil, nil
+	}
+	user := req.UserInfo
+	if ok, err := g.Authorizer.Unrestricted(ctx, user); err != nil || ok {
 		return nil, err
 	}
-	return check()
+	if problems, err := g.checkMetadata(ctx, user, req.Kind.Kind, c, old, obj); err != nil || len(problems) > 0 {
+		return problems, err
+	}
+	if !c.grants {
+		return nil, nil
+	}
+	switch o := obj.(type) {
+	case *oriav1alpha1.ScopeTemplate:
+		var before *oriav1alpha1.ScopeTemplate
+		if old != nil {
+			before = old.(*oriav1alpha1.ScopeTemplate)
+		}
+		return g.checkTemplate(ctx, user, before, o)
+	case *oriav1alpha1.ScopeInstance:
+		return g.checkInstance(ctx, user, o)
+	default:
+		return g.checkPolicy(ctx, user, o.(*oriav1alpha1.RBACPolicy))
+	}
 }
 
 // messages formats denials for user.

@@ -140,7 +140,6 @@ func TestHandleAdmitsWithoutChecking(t *testing.T) {
 	g, calls := guard(t, errors.New("the API server must not be asked"))
 	labelled := tmpl(oriav1alpha1.ClusterRoleTemplate{Name: "mine", Rules: secretRules})
 	labelled.Labels = map[string]string{"team": "a"}
-	labelled.Finalizers = []string{"example.com/keep"}
 	for name, req := range map[string]admission.Request{
 		"update of metadata only": request(t, admissionv1.Update, labelled, tmpl(oriav1alpha1.ClusterRoleTemplate{Name: "mine", Rules: secretRules})),
 		"delete":                  request(t, admissionv1.Delete, labelled, nil),
