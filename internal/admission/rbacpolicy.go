@@ -8,8 +8,8 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
-	"github.com/operator-framework/oria/internal/policy"
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/policy"
 )
 
 // checkPolicy checks an RBACPolicy create or spec update: the user must be
