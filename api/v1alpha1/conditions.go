@@ -41,6 +41,15 @@ const (
 	// not created by oria (or belongs to another owner); it is left alone and
 	// named in the message.
 	ReasonConflict = "Conflict"
+	// ReasonBundleRoleTooBroad (RBACManaged=False): a ClusterRole the
+	// extension's bundle provides under one of the generated names grants
+	// more than the extension's own APIs (another group or resource, a
+	// wildcard, a non-resource URL, CustomResourceDefinitions beyond the
+	// extension's own). oria grants it nowhere: no aggregation label in
+	// Legacy mode (one oria added earlier is removed), no binding from
+	// RBACPolicy objects. The message names the role and its first
+	// offending rules; the extension's other ClusterRoles are in place.
+	ReasonBundleRoleTooBroad = "BundleRoleTooBroad"
 	// ReasonInvalidSpec: the spec is rejected by a check the API schema
 	// cannot express; the message says which field and why.
 	ReasonInvalidSpec = "InvalidSpec"

@@ -16,9 +16,10 @@ import (
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
-// bundleRole creates a ClusterRole as operator-controller would install it
-// from a bundle for the extension.
-func bundleRole(t *testing.T, ext, name string, labels map[string]string) *rbacv1.ClusterRole {
+// bundleRole creates the ClusterRole of kind for crd as operator-controller
+// would install it from a bundle for the extension, with rules (by default
+// the rules oria would generate, which stay within the extension).
+func bundleRole(t *testing.T, ext, crd string, kind names.RoleKind, labels map[string]string, rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
 	t.Helper()
 	l := map[string]string{
 		oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension,
@@ -28,9 +29,12 @@ func bundleRole(t *testing.T, ext, name string, labels map[string]string) *rbacv
 	for k, v := range labels {
 		l[k] = v
 	}
+	if len(rules) == 0 {
+		rules = extension.RoleRules(crd, kind)
+	}
 	cr := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l, Annotations: map[string]string{"bundle": "yes"}},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"bundle.example.com"}, Resources: []string{"things"}, Verbs: []string{"get", "list"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: names.ExtensionRole(crd, kind), Labels: l, Annotations: map[string]string{"bundle": "yes"}},
+		Rules:      rules,
 	}
 	testutil.Create(t, k8sClient, cr, client.FieldOwner("operator-controller"))
 	return cr
@@ -57,10 +61,10 @@ func TestBundleProvidedRoles(t *testing.T) {
 	crd := "foos." + group()
 	ce := newExtension(t, fineGrained)
 	adminName, viewName := names.ExtensionRole(crd, names.RoleAdmin), names.ExtensionRole(crd, names.RoleView)
-	bundleRole(t, ce.Name, adminName, nil)
+	bundleRole(t, ce.Name, crd, names.RoleAdmin, nil)
 	// This one aggregates to view on its own account: oria must not remove
 	// the bundle's label when leaving Legacy.
-	bundleRole(t, ce.Name, viewName, map[string]string{oriav1alpha1.LabelAggregateToView: "true"})
+	bundleRole(t, ce.Name, crd, names.RoleView, map[string]string{oriav1alpha1.LabelAggregateToView: "true"})
 	addCRD(t, ce.Name, crd)
 
 	type snapshot struct {
@@ -137,7 +141,7 @@ func TestBundleProvidedRoles(t *testing.T) {
 	// A bundle role of another extension under the name is a conflict.
 	other := newExtension(t, legacy)
 	crd2 := "bars." + group()
-	bundleRole(t, other.Name, names.ExtensionRole(crd2, names.RoleEdit), nil)
+	bundleRole(t, other.Name, crd2, names.RoleEdit, nil)
 	addCRD(t, ce.Name, crd2)
 	setMode(t, ce.Name, legacy)
 	waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonConflict, names.ExtensionRole(crd2, names.RoleEdit))

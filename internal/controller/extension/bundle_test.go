@@ -48,6 +48,37 @@ func TestBundleRoleApply(t *testing.T) {
 	}
 }
 
+// TestBundleRoleApplyTooBroad: a bundle role that reaches beyond the extension
+// gets no aggregation label in Legacy mode, and loses the one oria added.
+func TestBundleRoleApplyTooBroad(t *testing.T) {
+	agg := oriav1alpha1.LabelAggregateToView
+	tests := []struct {
+		name  string
+		b     BundleRole
+		want  bool // an apply is sent
+		label bool // ...and carries the aggregation label
+	}{
+		{"within, not labelled yet", BundleRole{Kind: names.RoleView}, true, true},
+		{"too broad, never labelled", BundleRole{Kind: names.RoleView, TooBroad: "x"}, false, false},
+		{"too broad, labelled by oria earlier", BundleRole{Kind: names.RoleView, TooBroad: "x",
+			Labels: map[string]string{agg: "true"}, OwnedLabels: []string{agg}}, true, false},
+		{"too broad, labelled by the bundle itself: not oria's to remove", BundleRole{Kind: names.RoleView, TooBroad: "x",
+			Labels: map[string]string{agg: "true"}}, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.b.Name = "foos.example.com-view"
+			ac := BundleRoleApply(tc.b, oriav1alpha1.RBACModeLegacy)
+			if (ac != nil) != tc.want {
+				t.Fatalf("apply sent = %v, want %v", ac != nil, tc.want)
+			}
+			if ac != nil && (ac.Labels[agg] == "true") != tc.label {
+				t.Errorf("apply labels %v, want the aggregation label: %v", ac.Labels, tc.label)
+			}
+		})
+	}
+}
+
 func TestBundleRoleUpToDate(t *testing.T) {
 	fields := func(labels ...string) []metav1.ManagedFieldsEntry {
 		m := map[string]any{}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ const (
 	EventBundleLabelled = "BundleClusterRoleAggregated"
 	EventBundleReleased = "BundleClusterRoleReleased"
 	EventConflict       = oriav1alpha1.ReasonConflict
+	EventTooBroad       = oriav1alpha1.ReasonBundleRoleTooBroad
 	EventInvalidMode    = oriav1alpha1.ReasonInvalidMode
 	EventModeChanged    = "ModeChanged"
 )
@@ -81,7 +83,7 @@ func newOutcome(p *plan, ensured, bundle, deleted []engine.Outcome) outcome {
 		if o.Action != engine.Updated {
 			continue
 		}
-		if p.mode == oriav1alpha1.RBACModeLegacy {
+		if p.mode == oriav1alpha1.RBACModeLegacy && p.bundle[o.Name].TooBroad == "" {
 			out.changed[EventBundleLabelled] = append(out.changed[EventBundleLabelled], o.Name)
 		} else {
 			out.changed[EventBundleReleased] = append(out.changed[EventBundleReleased], o.Name)
@@ -120,12 +122,25 @@ func (r *Reconciler) recordChanges(ce *ocv1.ClusterExtension, out outcome) {
 }
 
 // shorten keeps a condition message readable when an error is long.
-func shorten(s string) string {
-	const maxLen = 1024
-	if len(s) <= maxLen {
+func shorten(s string) string { return clip(s, 1024) }
+
+// clip cuts s to at most n bytes (and "..."), on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return s[:maxLen] + "..."
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 func joinSentences(s []string) string { return strings.Join(s, "; ") }
+
+// upperFirst capitalises the first letter of an ASCII sentence.
+func upperFirst(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}

@@ -40,6 +40,9 @@ type plan struct {
 	scopesPending bool
 	// bundle are the bundle-provided roles holding generated names.
 	bundle map[string]BundleRole
+	// tooBroad are the sentences reporting the bundle roles that reach
+	// beyond the extension's APIs, in role name order (bundle.go).
+	tooBroad []string
 	// desired are the roles oria generates; cached the cached ClusterRoles
 	// at their names (oria's, of any extension).
 	desired []*rbacv1.ClusterRole
@@ -76,6 +79,9 @@ func (r *Reconciler) gather(ctx context.Context, ce *ocv1.ClusterExtension) (*pl
 		return nil, err
 	}
 	p.bundle = BundleRoles(bundle, p.crds)
+	if err := r.judgeBundleRoles(ctx, p); err != nil {
+		return nil, err
+	}
 	bundleNames := map[string]bool{}
 	for name := range p.bundle {
 		bundleNames[name] = true

@@ -123,18 +123,24 @@ type BundleRole struct {
 	// on it (from managedFields).
 	Labels      map[string]string
 	OwnedLabels []string
+	// TooBroad, when not empty, says how the role's rules reach beyond the
+	// extension's APIs (bundlerole.TooBroad): oria grants it nowhere. Only
+	// judged in Legacy and FineGrained mode.
+	TooBroad string
 }
 
 // BundleRoleApply returns the apply configuration oria sends for a
 // bundle-provided ClusterRole, or nil when the role already is as oria
 // wants it: in Legacy mode oria owns exactly the one aggregation label of
-// the role's kind, with value "true"; in any other mode it owns no label.
+// the role's kind, with value "true", unless the role reaches beyond the
+// extension (b.TooBroad); in any other mode, or for such a role, it owns no
+// label.
 // Applying only the name and that label with oria's field owner touches
 // nothing the bundle owns, and applying it without the label releases
 // exactly the label oria added earlier.
 func BundleRoleApply(b BundleRole, mode oriav1alpha1.RBACMode) *rbacv1ac.ClusterRoleApplyConfiguration {
 	key := aggregationLabel[b.Kind]
-	if mode == oriav1alpha1.RBACModeLegacy {
+	if mode == oriav1alpha1.RBACModeLegacy && b.TooBroad == "" {
 		if b.Labels[key] == "true" && slices.Equal(b.OwnedLabels, []string{key}) {
 			return nil
 		}

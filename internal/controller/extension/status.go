@@ -17,6 +17,15 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
 
+// maxTooBroadInMessage bounds the too-broad bundle roles the condition
+// describes (each description quotes up to three rules; a condition message
+// holds at most 32 KiB).
+const maxTooBroadInMessage = 5
+
+// maxTooBroadMessage bounds a message that describes bundle roles (their
+// rules can be long).
+const maxTooBroadMessage = 8192
+
 // conditionFor computes the RBACManaged condition of a reconcile from its
 // plan, the outcome of its writes and its error (a failure worth a retry).
 // It is pure: the same inputs give the same condition.
@@ -47,9 +56,22 @@ func conditionFor(p *plan, out outcome, err error) metav1.Condition {
 	}
 	var b strings.Builder
 	switch {
-	case len(out.conflicts) > 0:
-		fmt.Fprintf(&b, "%s. These roles are left alone; delete or rename them and oria generates its own. The extension's other ClusterRoles are in place (mode %s)",
-			joinSentences(out.conflicts), p.mode)
+	case len(out.conflicts) > 0 || len(p.tooBroad) > 0:
+		var parts []string
+		if len(out.conflicts) > 0 {
+			parts = append(parts, joinSentences(out.conflicts)+". These roles are left alone; delete or rename them and oria generates its own")
+		}
+		if len(p.tooBroad) > 0 {
+			shown := p.tooBroad[:min(len(p.tooBroad), maxTooBroadInMessage)]
+			for _, why := range shown {
+				parts = append(parts, upperFirst(why))
+			}
+			if more := len(p.tooBroad) - len(shown); more > 0 {
+				parts = append(parts, fmt.Sprintf("And %d more bundle-provided ClusterRole(s) reach beyond the extension's own APIs", more))
+			}
+			parts = append(parts, "oria grants these roles nowhere (no aggregation label in Legacy mode, no binding from RBACPolicy objects) until the bundle narrows their rules to the extension's APIs")
+		}
+		fmt.Fprintf(&b, "%s. The extension's other ClusterRoles are in place (mode %s)", strings.Join(parts, ". "), p.mode)
 	case len(p.crds) == 0:
 		b.WriteString("The extension provides no APIs yet (no CustomResourceDefinitions labelled for it); nothing to generate")
 	case p.mode == oriav1alpha1.RBACModeLegacy:
@@ -64,8 +86,15 @@ func conditionFor(p *plan, out outcome, err error) metav1.Condition {
 	if len(out.bundle) > 0 {
 		fmt.Fprintf(&b, ". Provided by the bundle (used instead of generated roles): %s", strings.Join(out.bundle, ", "))
 	}
+	// A role left alone or granted nowhere is access the mode promises and
+	// users do not get: False, though the other roles are in place. A
+	// conflict is named first (it has a fix in the cluster; a broad bundle
+	// role needs a new bundle); the message names both.
 	if len(out.conflicts) > 0 {
-		return metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonConflict, Message: b.String()}
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonConflict, Message: clip(b.String(), maxTooBroadMessage)}
+	}
+	if len(p.tooBroad) > 0 {
+		return metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonBundleRoleTooBroad, Message: clip(b.String(), maxTooBroadMessage)}
 	}
 	reason := oriav1alpha1.ReasonLegacy
 	if p.mode == oriav1alpha1.RBACModeFineGrained {
@@ -127,11 +156,14 @@ func (r *Reconciler) patchCondition(ctx context.Context, before, ce *ocv1.Cluste
 }
 
 // recordTransition records an Event when the condition enters a state an
-// admin should notice: a conflict, an invalid mode, or a new mode.
+// admin should notice: a conflict, a bundle role too broad to grant, an
+// invalid mode, or a new mode.
 func (r *Reconciler) recordTransition(ce *ocv1.ClusterExtension, old *metav1.Condition, cond metav1.Condition) {
 	switch cond.Reason {
 	case oriav1alpha1.ReasonConflict:
 		r.Recorder.Eventf(ce, nil, corev1.EventTypeWarning, EventConflict, "Reconcile", "%s", cond.Message)
+	case oriav1alpha1.ReasonBundleRoleTooBroad:
+		r.Recorder.Eventf(ce, nil, corev1.EventTypeWarning, EventTooBroad, "Reconcile", "%s", cond.Message)
 	case oriav1alpha1.ReasonInvalidMode:
 		if old == nil || old.Reason != cond.Reason {
 			r.Recorder.Eventf(ce, nil, corev1.EventTypeWarning, EventInvalidMode, "Reconcile", "%s", cond.Message)

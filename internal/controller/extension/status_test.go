@@ -67,6 +67,31 @@ func TestConditionFor(t *testing.T) {
 		out:  outcome{conflicts: []string{`ClusterRole "a.example.com-view" exists and was not created by oria`}},
 		want: metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonConflict,
 			Message: `ClusterRole "a.example.com-view" exists and was not created by oria. These roles are left alone; delete or rename them and oria generates its own. The extension's other ClusterRoles are in place (mode Legacy)`},
+	}, {
+		name: "a bundle role too broad is False, names the role and says the rest is in place",
+		p: &plan{mode: oriav1alpha1.RBACModeLegacy, valid: true, crds: []string{"a.example.com"},
+			tooBroad: []string{`bundle-provided ClusterRole "a.example.com-view" reaches beyond the extension's own APIs: rule 2 {...}: grants resource "secrets" of the core API group`}},
+		out: outcome{bundle: []string{"a.example.com-view"}},
+		want: metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonBundleRoleTooBroad,
+			Message: `Bundle-provided ClusterRole "a.example.com-view" reaches beyond the extension's own APIs: rule 2 {...}: grants resource "secrets" of the core API group. ` +
+				`oria grants these roles nowhere (no aggregation label in Legacy mode, no binding from RBACPolicy objects) until the bundle narrows their rules to the extension's APIs. ` +
+				`The extension's other ClusterRoles are in place (mode Legacy). Provided by the bundle (used instead of generated roles): a.example.com-view`},
+	}, {
+		name: "a conflict and a bundle role too broad: Conflict, both named",
+		p:    &plan{mode: oriav1alpha1.RBACModeFineGrained, valid: true, crds: []string{"a.example.com"}, tooBroad: []string{"bundle-provided ClusterRole \"a.example.com-view\" reaches beyond"}},
+		out:  outcome{conflicts: []string{`ClusterRole "a.example.com-edit" exists and was not created by oria`}},
+		want: metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonConflict,
+			Message: `ClusterRole "a.example.com-edit" exists and was not created by oria. These roles are left alone; delete or rename them and oria generates its own. ` +
+				`Bundle-provided ClusterRole "a.example.com-view" reaches beyond. ` +
+				`oria grants these roles nowhere (no aggregation label in Legacy mode, no binding from RBACPolicy objects) until the bundle narrows their rules to the extension's APIs. ` +
+				`The extension's other ClusterRoles are in place (mode FineGrained)`},
+	}, {
+		name: "many bundle roles too broad: the first five are described",
+		p:    &plan{mode: oriav1alpha1.RBACModeLegacy, valid: true, crds: []string{"a.example.com"}, tooBroad: []string{"r1", "r2", "r3", "r4", "r5", "r6", "r7"}},
+		want: metav1.Condition{Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonBundleRoleTooBroad,
+			Message: `R1. R2. R3. R4. R5. And 2 more bundle-provided ClusterRole(s) reach beyond the extension's own APIs. ` +
+				`oria grants these roles nowhere (no aggregation label in Legacy mode, no binding from RBACPolicy objects) until the bundle narrows their rules to the extension's APIs. ` +
+				`The extension's other ClusterRoles are in place (mode Legacy)`},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
