@@ -20,14 +20,20 @@ func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 	if err != nil {
 		return err
 	}
+	// One cache of bundle-provided ClusterRoles for the two controllers
+	// that read them.
+	bundleRoles, err := manager.NewBundleRoleCache(mgr)
+	if err != nil {
+		return err
+	}
 	for _, setup := range []func() error{
 		func() error {
 			return extension.SetupWithManager(mgr, extension.Options{
-				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes})
+				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes, BundleRoles: bundleRoles})
 		},
 		func() error {
 			return rbacpolicy.SetupWithManager(mgr, rbacpolicy.Options{
-				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes})
+				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes, BundleRoles: bundleRoles})
 		},
 		func() error {
 			return scopetemplate.SetupWithManager(mgr, scopetemplate.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})

@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -70,6 +71,27 @@ func BundleRoleCacheOptions(c cache.Options) cache.Options {
 	}
 	c.DefaultTransform = nil
 	return c
+}
+
+// NewBundleRoleCache returns the cache of bundle-provided ClusterRoles (see
+// BundleRoleCacheOptions), added to mgr: one for the controllers that read
+// bundle roles (the extension controller, which aggregates them, and the
+// RBACPolicy controller, which binds them).
+func NewBundleRoleCache(mgr ctrl.Manager) (cache.Cache, error) {
+	watchClient, err := WatchHTTPClient(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	c, err := cache.New(mgr.GetConfig(), BundleRoleCacheOptions(cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: watchClient,
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("creating the bundle-provided ClusterRole cache: %w", err)
+	}
+	if err := mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("adding the bundle-provided ClusterRole cache: %w", err)
+	}
+	return c, nil
 }
 
 // ExtensionChanged passes the ClusterExtension events oria acts on: create,

@@ -129,3 +129,31 @@ func coveredAPIs(refs []oriav1alpha1.APIRef, crdNames []string) (covered, missin
 	slices.Sort(missing)
 	return slices.Compact(covered), slices.Compact(missing)
 }
+
+// Withhold removes from c the roles named in withheld (role name → why: a
+// bundle-provided role that reaches beyond its extension, see package
+// bundlerole), so that the compiled template never binds them. When no role
+// is left, nothing is compiled (Template and Instance are nil). It returns
+// the reasons of the roles it removed, sorted by role name.
+func (c *Compiled) Withhold(withheld map[string]string) []string {
+	if len(withheld) == 0 || c.Template == nil {
+		return nil
+	}
+	var why []string
+	c.Roles = slices.DeleteFunc(c.Roles, func(r string) bool {
+		if msg, ok := withheld[r]; ok {
+			why = append(why, msg)
+			return true
+		}
+		return false
+	})
+	c.Template.Spec.ClusterRoles = slices.DeleteFunc(c.Template.Spec.ClusterRoles, func(r oriav1alpha1.ClusterRoleTemplate) bool {
+		_, ok := withheld[r.Name]
+		return ok
+	})
+	if len(c.Roles) == 0 {
+		c.Template, c.Instance = nil, nil
+	}
+	slices.Sort(why)
+	return why
+}

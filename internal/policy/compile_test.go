@@ -225,3 +225,29 @@ func TestValidateSubjects(t *testing.T) {
 		})
 	}
 }
+
+func TestWithhold(t *testing.T) {
+	c := Compile(policy(oriav1alpha1.AccessView), crds)
+	why := c.Withhold(map[string]string{"applications.argoproj.io-view": "too broad", "unrelated-view": "not bound anyway"})
+	if diff := cmp.Diff([]string{"too broad"}, why); diff != "" {
+		t.Errorf("reasons (-want +got):\n%s", diff)
+	}
+	want := []string{"applications.argoproj.io-view-crdview", "appprojects.argoproj.io-view", "appprojects.argoproj.io-view-crdview"}
+	if diff := cmp.Diff(want, c.Roles); diff != "" {
+		t.Errorf("roles (-want +got):\n%s", diff)
+	}
+	var inTemplate []string
+	for _, r := range c.Template.Spec.ClusterRoles {
+		inTemplate = append(inTemplate, r.Name)
+	}
+	if diff := cmp.Diff(want, inTemplate); diff != "" {
+		t.Errorf("template roles (-want +got):\n%s", diff)
+	}
+	all := map[string]string{}
+	for _, r := range want {
+		all[r] = "too broad"
+	}
+	if c.Withhold(all); c.Template != nil || c.Instance != nil {
+		t.Error("a policy with every role withheld still compiles objects")
+	}
+}

@@ -78,6 +78,9 @@ type Options struct {
 	ConflictRetryInterval time.Duration
 	// APIScopes: see Reconciler.APIScopes; nil makes one for the manager.
 	APIScopes *manager.APIScopes
+	// BundleRoles is the cache of bundle-provided ClusterRoles
+	// (manager.NewBundleRoleCache); nil makes one for the manager.
+	BundleRoles cache.Cache
 }
 
 // Reconciler reconciles the ClusterRoles of one ClusterExtension and its
@@ -113,18 +116,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	watchClient, err := manager.WatchHTTPClient(mgr.GetConfig())
-	if err != nil {
-		return err
-	}
-	bundleCache, err := cache.New(mgr.GetConfig(), manager.BundleRoleCacheOptions(cache.Options{
-		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: watchClient,
-	}))
-	if err != nil {
-		return fmt.Errorf("creating the bundle-provided ClusterRole cache: %w", err)
-	}
-	if err := mgr.Add(bundleCache); err != nil {
-		return fmt.Errorf("adding the bundle-provided ClusterRole cache: %w", err)
+	bundleCache := opts.BundleRoles
+	var err error
+	if bundleCache == nil {
+		if bundleCache, err = manager.NewBundleRoleCache(mgr); err != nil {
+			return err
+		}
 	}
 	r := &Reconciler{
 		Client:                mgr.GetClient(),

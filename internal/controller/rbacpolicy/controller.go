@@ -22,11 +22,13 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/manager"
@@ -67,6 +69,11 @@ type Options struct {
 	// APIScopes tells cluster-scoped APIs from namespaced ones (nil: a
 	// Reconciler of its own for the manager in SetupWithManager).
 	APIScopes *manager.APIScopes
+	// BundleRoles is the cache of bundle-provided ClusterRoles
+	// (manager.NewBundleRoleCache): a change of one requeues the policies
+	// of its extension. nil: bundle roles are read from the API server on
+	// every reconcile, and their changes are not watched.
+	BundleRoles cache.Cache
 }
 
 // Reconciler reconciles RBACPolicies.
@@ -85,6 +92,9 @@ type Reconciler struct {
 	// APIScopes tells cluster-scoped APIs from namespaced ones (nil: a
 	// Reconciler of its own for the manager in SetupWithManager).
 	APIScopes *manager.APIScopes
+	// BundleRoles reads bundle-provided ClusterRoles as metadata (nil: the
+	// API server is asked on every reconcile).
+	BundleRoles client.Reader
 }
 
 // SetupWithManager registers the controller and its index with mgr.
@@ -98,6 +108,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		ConflictRecheckInterval: cmp.Or(opts.ConflictRecheckInterval, DefaultRecheckInterval),
 		APIScopes:               opts.APIScopes,
 	}
+	if opts.BundleRoles != nil {
+		r.BundleRoles = opts.BundleRoles
+	}
 	if r.APIScopes == nil {
 		var err error
 		if r.APIScopes, err = manager.NewAPIScopesForConfig(mgr.GetConfig()); err != nil {
@@ -108,7 +121,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		func(o client.Object) []string { return []string{o.(*oriav1alpha1.RBACPolicy).Spec.ExtensionName} }); err != nil {
 		return fmt.Errorf("indexing RBACPolicies by extension: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&oriav1alpha1.RBACPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&oriav1alpha1.ScopeTemplate{}).
@@ -120,8 +133,16 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.policiesOf(ctx, o.GetLabels()[oriav1alpha1.LabelOLMOwnerName])
 			})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)})
+	if opts.BundleRoles != nil {
+		// A bundle role edited to reach beyond its extension (or back) is
+		// withheld (or bound again) by the policies of its extension.
+		b = b.WatchesRawSource(source.Kind(opts.BundleRoles, manager.ClusterRoleMetadata(),
+			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+				return r.policiesOf(ctx, o.GetLabels()[oriav1alpha1.LabelOLMOwnerName])
+			})))
+	}
+	return b.Complete(r)
 }
 
 // policiesOf returns a request for every policy of the named extension.

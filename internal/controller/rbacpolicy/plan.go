@@ -3,14 +3,17 @@ package rbacpolicy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/bundlerole"
 	"github.com/operator-framework/oria/internal/manager"
 	policymodel "github.com/operator-framework/oria/internal/policy"
 )
@@ -42,6 +45,9 @@ type plan struct {
 	// policy that grants in namespaces (where RoleBindings cannot reach
 	// them).
 	clusterScoped []string
+	// withheld says why bundle-provided roles the policy would bind are not
+	// bound: they reach beyond their extension (package bundlerole).
+	withheld []string
 	// scopesPending is set when discovery does not know a covered API yet
 	// (its CRD was just created): look again soon.
 	scopesPending bool
@@ -93,6 +99,16 @@ func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 		return nil, err
 	}
 	p := &plan{decision: decisionApply, compiled: policymodel.Compile(policy, crds)}
+	tooBroad, err := r.tooBroadBundleRoles(ctx, ext.Name, crds, p.compiled.Roles)
+	if err != nil {
+		return nil, err
+	}
+	apis := p.compiled.APIs
+	if p.withheld = p.compiled.Withhold(tooBroad); len(apis) > 0 && p.compiled.Template == nil {
+		p.decision, p.reason = decisionRevoke, oriav1alpha1.ReasonBundleRoleTooBroad
+		p.message = "every ClusterRole this policy would bind is withheld: " + strings.Join(p.withheld, "; ")
+		return p, nil
+	}
 	namespaced := len(policy.Spec.Namespaces) > 0 || policy.Spec.NamespaceSelector != nil
 	if namespaced && r.APIScopes != nil && len(p.compiled.APIs) > 0 {
 		var unknown []string
@@ -109,4 +125,35 @@ func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 		}
 	}
 	return p, nil
+}
+
+// tooBroadBundleRoles returns the bundle-provided roles among roles (the
+// ones the policy binds) that reach beyond the extension, with why. The
+// rules are read from the API server only when the extension's bundle
+// provides one of those roles (the bundle-role cache, metadata only, says
+// so); usually it provides none.
+func (r *Reconciler) tooBroadBundleRoles(ctx context.Context, ext string, crds, roles []string) (map[string]string, error) {
+	if len(roles) == 0 {
+		return nil, nil
+	}
+	owned := client.MatchingLabels(manager.ExtensionOwnerLabels(ext))
+	if r.BundleRoles != nil {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("ClusterRoleList"))
+		if err := r.BundleRoles.List(ctx, list, owned); err != nil {
+			return nil, fmt.Errorf("listing the bundle-provided ClusterRoles of ClusterExtension %q: %w", ext, err)
+		}
+		if !slices.ContainsFunc(list.Items, func(m metav1.PartialObjectMetadata) bool { return slices.Contains(roles, m.Name) }) {
+			return nil, nil
+		}
+	}
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	var full rbacv1.ClusterRoleList
+	if err := reader.List(ctx, &full, owned); err != nil {
+		return nil, fmt.Errorf("reading the bundle-provided ClusterRoles of ClusterExtension %q: %w", ext, err)
+	}
+	return bundlerole.TooBroad(ext, crds, full.Items), nil
 }

@@ -76,6 +76,10 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterScopedAPI, fmt.Sprintf(
 			"%s access granted %s, but %s cluster-scoped: a RoleBinding cannot grant it; grant it with a second, cluster-wide RBACPolicy (no namespaces, no selector) naming it in spec.apis",
 			policy.Spec.Access, describeBound(st), strings.Join(p.clusterScoped, ", ")+map[bool]string{true: " is", false: " are"}[len(p.clusterScoped) == 1]))
+	case len(p.withheld) > 0:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonBundleRoleTooBroad,
+			fmt.Sprintf("%s access granted %s through the roles that stay within the extension; withheld: %s",
+				policy.Spec.Access, describeBound(st), strings.Join(p.withheld, "; ")))
 	case len(c.Missing) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonAPINotFound,
 			fmt.Sprintf("granted for %s, but ClusterExtension %q does not provide %s",
