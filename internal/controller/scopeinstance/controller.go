@@ -44,7 +44,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -283,9 +282,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			// (someone else's binding, the ServiceAccount's rights), so
 			// look again after a while.
 			saMissing := p.specErr != nil && p.specErr.Reason == oriav1alpha1.ReasonServiceAccountNotFound
-			// A coalesced restart of the publication is due after
-			// res.published.after.
-			return reconciler.Soonest(reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || saMissing || res.published.conflict != "", r.recheck()),
+			// An attenuated instance rereads its referenced roles (see
+			// ceiling.go). A coalesced restart of the publication is due
+			// after res.published.after.
+			return reconciler.Soonest(reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || saMissing || res.published.conflict != "" || p.ceiling != nil, r.recheck()),
 				res.summary.Recheck(), res.published.after)
 		},
 	}
@@ -347,6 +347,9 @@ type result struct {
 	conflicts []string
 	// published is what the publication did.
 	published published
+	// revoked counts the bindings deleted because the ServiceAccount no
+	// longer vouches for what their role grants.
+	revoked int
 }
 
 // refused reports whether the ServiceAccount may not write some bindings.
@@ -354,7 +357,10 @@ func (res result) refused() bool { return len(res.summary.Forbidden) > 0 }
 
 // write creates and repairs first, publishes (see publish), deletes after,
 // so that a changed role never leaves a gap without access and a published
-// namespace always has its bindings.
+// namespace always has its bindings. For an instance with a
+// serviceAccount, the ServiceAccount is asked first about roles whose new
+// rules are held back, and a binding it no longer vouches for is deleted
+// at once (see ceiling.go).
 func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
 	w, err := r.writerFor(si)
 	if err != nil {
@@ -362,15 +368,25 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	}
 	instanceOwns := ownership.InstanceOwner(si.Name)
 	owns := func(o client.Object) bool { return instanceOwns(o) }
-	ensuredRBs := engine.Ensure(ctx, w, engine.RoleBindingKind, owns, p.wantRBs, engine.ByKey(p.existingRBs))
+	existingRBs, existingCRBs := engine.ByKey(p.existingRBs), engine.ByKey(p.existingCRBs)
+	v := vouched{rbs: p.wantRBs, crbs: p.wantCRBs}
+	if p.ceiling != nil {
+		if v, err = r.vouch(ctx, p.ceiling, p, existingRBs, existingCRBs); err != nil {
+			return result{}, err
+		}
+	}
+	ensuredRBs := engine.Ensure(ctx, w, engine.RoleBindingKind, owns, v.rbs, existingRBs)
+	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, v.crbs, existingCRBs)
+	revokedRBs, revokedCRBs := revoke(ctx, w, v, ensuredRBs, ensuredCRBs, existingRBs, existingCRBs)
+	ensuredRBs, ensuredCRBs = append(ensuredRBs, v.refusedRBs...), append(ensuredCRBs, v.refusedCRBs...)
 	metrics.NamespaceBinding.Bound(si.Name, ensuredRBs)
-	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, p.wantCRBs, engine.ByKey(p.existingCRBs))
 	ensured := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs)}
 	clusterOK := len(ensured.summary.Errors)+len(ensured.summary.Conflicts)+len(ensured.summary.Forbidden) == 0 && len(p.pending)+len(p.conflicted) == 0
 	pubs := r.publish(ctx, si, p, boundNamespaces(si.Name, p, ensured), clusterOK)
-	deletedRBs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)
-	deletedCRBs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)
-	res := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs), ensuredRBs: ensuredRBs, published: pubs}
+	deletedRBs := append(revokedRBs, engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)...)
+	deletedCRBs := append(revokedCRBs, engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)...)
+	res := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs), ensuredRBs: ensuredRBs, published: pubs,
+		revoked: len(revokedRBs) + len(revokedCRBs)}
 	for _, role := range p.conflicted {
 		res.conflicts = append(res.conflicts, fmt.Sprintf("ClusterRole %q of ScopeTemplate %q exists and was not created by oria for the template", role, p.template.Name))
 	}
@@ -379,21 +395,4 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	}
 	r.recordEvents(si, ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs, res.conflicts)
 	return res, nil
-}
-
-// summarizeErrors returns one error for many failed writes, naming the
-// first few, so a status message stays readable when a thousand namespaces
-// fail the same way.
-func summarizeErrors(errs []error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	if len(errs) <= 3 {
-		return errors.Join(errs...)
-	}
-	msgs := make([]string, 3)
-	for i := range msgs {
-		msgs[i] = errs[i].Error()
-	}
-	return fmt.Errorf("%d writes failed, including: %s", len(errs), strings.Join(msgs, "; "))
 }

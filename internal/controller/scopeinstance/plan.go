@@ -39,6 +39,11 @@ type plan struct {
 	wantCRBs                []*rbacv1.ClusterRoleBinding
 	existingRBs, staleRBs   []*rbacv1.RoleBinding
 	existingCRBs, staleCRBs []*rbacv1.ClusterRoleBinding
+	// ceiling is set for an instance with a serviceAccount (see
+	// ceiling.go); inlineRules are then the rules its inline roles in place
+	// have now.
+	ceiling     *ceiling
+	inlineRules map[string][]rbacv1.PolicyRule
 }
 
 // gather reads what a reconcile of si needs and decides the bindings with
@@ -71,6 +76,12 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 	keep := binding.Keep(si.Name, append(binding.Objects(p.wantRBs), binding.Objects(p.wantCRBs)...), p.targets, p.pending)
 	p.staleRBs = binding.Stale(p.existingRBs, keep, p.targets)
 	p.staleCRBs = binding.Stale(p.existingCRBs, keep, p.targets)
+	if sa := si.Spec.ServiceAccount; sa != nil {
+		if p.ceiling, err = r.ceilings(ctx, *sa, p); err != nil {
+			return nil, err
+		}
+		p.ceiling.annotate(p)
+	}
 	return p, nil
 }
 
@@ -115,13 +126,19 @@ func (r *Reconciler) resolve(ctx context.Context, si *oriav1alpha1.ScopeInstance
 			p.roles = append(p.roles, role.Name)
 			continue
 		}
-		state, err := r.inlineRoleState(ctx, t.Name, role.Name)
+		state, cr, err := r.inlineRoleState(ctx, t.Name, role.Name)
 		if err != nil {
 			return nil, nil, err
 		}
 		switch state {
 		case roleReady:
 			p.roles = append(p.roles, role.Name)
+			if si.Spec.ServiceAccount != nil {
+				if p.inlineRules == nil {
+					p.inlineRules = map[string][]rbacv1.PolicyRule{}
+				}
+				p.inlineRules[role.Name] = cr.Rules
+			}
 		case rolePending:
 			p.pending = append(p.pending, role.Name)
 		case roleConflict:
@@ -140,24 +157,25 @@ const (
 )
 
 // inlineRoleState tells whether an inline role of template is in place
-// (oria's, for this template), not created yet, or held by someone else.
-func (r *Reconciler) inlineRoleState(ctx context.Context, template, role string) (roleState, error) {
+// (oria's, for this template; returned), not created yet, or held by
+// someone else.
+func (r *Reconciler) inlineRoleState(ctx context.Context, template, role string) (roleState, *rbacv1.ClusterRole, error) {
 	cr := &rbacv1.ClusterRole{}
 	err := r.Client.Get(ctx, types.NamespacedName{Name: role}, cr)
 	if apierrors.IsNotFound(err) {
 		// Not in oria's cache: absent, or without oria's labels.
 		err = r.APIReader.Get(ctx, types.NamespacedName{Name: role}, cr)
 		if apierrors.IsNotFound(err) {
-			return rolePending, nil
+			return rolePending, nil, nil
 		}
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reading ClusterRole %q: %w", role, err)
+		return 0, nil, fmt.Errorf("reading ClusterRole %q: %w", role, err)
 	}
 	if ownership.TemplateOwns(cr, template) {
-		return roleReady, nil
+		return roleReady, cr, nil
 	}
-	return roleConflict, nil
+	return roleConflict, nil, nil
 }
 
 // namespaces returns every namespace from the metadata cache.

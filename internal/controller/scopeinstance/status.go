@@ -1,6 +1,7 @@
 package scopeinstance
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -53,9 +54,13 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 			status.Enumerate(res.conflicts, 5)+"; oria leaves such objects alone: remove or rename them")
 	case res.refused():
 		sa := si.Spec.ServiceAccount
+		written := "so they were not written"
+		if res.revoked > 0 {
+			written = fmt.Sprintf("so they were not written and %d of them, written before, were removed (what their ClusterRole grants changed)", res.revoked)
+		}
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonForbidden, fmt.Sprintf(
-			"ServiceAccount %s/%s (spec.serviceAccount) may not grant %d binding(s), so they were not written: %s (%s; oria tries again every %s)",
-			sa.Namespace, sa.Name, len(res.summary.Forbidden), errorList(res.summary.Forbidden, 3), boundWhere(p, st), DefaultRecheckInterval))
+			"ServiceAccount %s/%s (spec.serviceAccount) may not grant %d binding(s), %s: %s (%s; oria tries again every %s)",
+			sa.Namespace, sa.Name, len(res.summary.Forbidden), written, errorList(res.summary.Forbidden, 3), boundWhere(p, st), DefaultRecheckInterval))
 	case len(p.targets.Missing) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound,
 			fmt.Sprintf("namespace(s) %s do not exist; they are bound as soon as they are created (bound in %d other namespace(s))",
@@ -217,4 +222,21 @@ func errorList(errs []error, max int) string {
 		msgs[i] = e.Error()
 	}
 	return status.Enumerate(msgs, max)
+}
+
+// summarizeErrors returns one error for many failed writes, naming the
+// first few, so a status message stays readable when a thousand namespaces
+// fail the same way.
+func summarizeErrors(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	if len(errs) <= 3 {
+		return errors.Join(errs...)
+	}
+	msgs := make([]string, 3)
+	for i := range msgs {
+		msgs[i] = errs[i].Error()
+	}
+	return fmt.Errorf("%d writes failed, including: %s", len(errs), strings.Join(msgs, "; "))
 }

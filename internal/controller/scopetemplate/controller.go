@@ -18,6 +18,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -89,6 +90,10 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// ConflictRecheckInterval: see Options.
 	ConflictRecheckInterval time.Duration
+	// Bindings looks up an instance's cached bindings by index (new inline
+	// rules wait for the ceilings their bindings record, see ceiling.go);
+	// nil lists them through Client by label.
+	Bindings *manager.InstanceBindings
 }
 
 // SetupWithManager registers the controller (and the shared binding
@@ -97,7 +102,12 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	bindings, err := manager.NewInstanceBindings(context.Background(), mgr.GetCache())
+	if err != nil {
+		return err
+	}
 	r := &Reconciler{
+		Bindings:  bindings,
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(RecorderName),
@@ -117,6 +127,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			return reconciler.Requests(ctx, r.Client, &oriav1alpha1.ScopeTemplateList{}, client.MatchingFields{manager.IndexScopeTemplateRole: o.GetName()})
 		})).
 		Watches(&oriav1alpha1.ScopeInstance{}, instanceHandler{}).
+		// A binding recording a ceiling changed or went: new inline rules
+		// held back for it may be due.
+		Watches(&rbacv1.RoleBinding{}, r.templateOfBinding(), builder.WithPredicates(hasCeiling())).
+		Watches(&rbacv1.ClusterRoleBinding{}, r.templateOfBinding(), builder.WithPredicates(hasCeiling())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Complete(r)
 }
@@ -187,7 +201,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		},
 		Patch: reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeTemplate) any { return o.Status }),
 		Requeue: func(p *plan, s engine.Summary) time.Duration {
-			return reconciler.Soonest(reconciler.RecheckIf(len(s.Conflicts) > 0 || len(p.missing) > 0, r.recheck()), s.Recheck())
+			return reconciler.Soonest(reconciler.RecheckIf(len(s.Conflicts) > 0 || len(p.missing) > 0, r.recheck()), s.Recheck(),
+				reconciler.RecheckIf(len(p.held) > 0, CeilingWaitInterval))
 		},
 	}
 	return steps.Reconcile(ctx, req)
@@ -224,7 +239,10 @@ var roleKind = engine.ClusterRoleKind()
 func (r *Reconciler) write(ctx context.Context, t *oriav1alpha1.ScopeTemplate, p *plan) engine.Summary {
 	w := r.writer()
 	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, t.Name) }
-	ensured := engine.Ensure(ctx, w, roleKind, owns, p.desired, p.cached)
+	// A role whose new rules are held back keeps what it has (it is not
+	// stale either: it is still desired).
+	desired := slices.DeleteFunc(slices.Clone(p.desired), func(cr *rbacv1.ClusterRole) bool { return p.held[cr.Name] != nil })
+	ensured := engine.Ensure(ctx, w, roleKind, owns, desired, p.cached)
 	deleted := engine.Delete(ctx, w, roleKind.Name, p.stale)
 	r.recordEvents(t, ensured, deleted)
 	return engine.Summarize(ensured, deleted)

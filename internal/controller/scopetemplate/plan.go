@@ -35,6 +35,10 @@ type plan struct {
 	stale []*rbacv1.ClusterRole
 	// missing are the referenced ClusterRoles that do not exist.
 	missing []string
+	// held are the inline roles of desired whose new rules are held back
+	// (see ceiling.go), each with the instances (sorted) whose
+	// ServiceAccount ceiling has not confirmed them yet.
+	held map[string][]string
 }
 
 // gather reads what a reconcile of t needs from the cache and decides the
@@ -45,8 +49,12 @@ func (r *Reconciler) gather(ctx context.Context, t *oriav1alpha1.ScopeTemplate) 
 		return nil, fmt.Errorf("listing the ScopeInstances of the template: %w", err)
 	}
 	p := &plan{}
+	var attenuated []string
 	for _, si := range instances.Items {
 		p.instances = append(p.instances, si.Name)
+		if si.Spec.ServiceAccount != nil {
+			attenuated = append(attenuated, si.Name)
+		}
 	}
 	slices.Sort(p.instances)
 	// Spec errors are terminal and change nothing: the roles that exist
@@ -82,6 +90,9 @@ func (r *Reconciler) gather(ctx context.Context, t *oriav1alpha1.ScopeTemplate) 
 		if !keep[cr.Name] {
 			p.stale = append(p.stale, cr)
 		}
+	}
+	if p.held, err = r.held(ctx, p, attenuated); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -2,6 +2,8 @@ package scopetemplate
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,6 +42,8 @@ func computeStatus(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound, fmt.Sprintf(
 			"ClusterRole(s) %s do not exist: bindings to them grant nothing until they are created (oria looks again every %s)",
 			status.Enumerate(quoted(p.missing), 10), DefaultRecheckInterval))
+	case len(p.held) > 0:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, heldMessage(p.held))
 	case len(p.instances) == 0:
 		ready(metav1.ConditionTrue, oriav1alpha1.ReasonValid, "valid; not used by any ScopeInstance, so its inline ClusterRoles do not exist")
 	case len(p.desired) == 0:
@@ -51,6 +55,24 @@ func computeStatus(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err
 	}
 	st.ClusterRoles = p.roles
 	return st
+}
+
+// heldMessage says which roles keep their previous rules, waiting for
+// which instances' ServiceAccounts.
+func heldMessage(held map[string][]string) string {
+	roles := make([]string, 0, len(held))
+	waiting := map[string]bool{}
+	for role, instances := range held {
+		roles = append(roles, role)
+		for _, i := range instances {
+			waiting[i] = true
+		}
+	}
+	slices.Sort(roles)
+	instances := slices.Sorted(maps.Keys(waiting))
+	return fmt.Sprintf("inline ClusterRole(s) %s keep their previous rules until the ServiceAccount ceiling of ScopeInstance(s) %s confirms the new rules "+
+		"(or the instance removes its bindings of them); oria looks again every %s",
+		status.Enumerate(quoted(roles), 10), status.Enumerate(quoted(instances), 10), CeilingWaitInterval)
 }
 
 func conflictMessage(conflicts []error) string {

@@ -65,6 +65,14 @@ func TestComputeStatus(t *testing.T) {
 		want: oriav1alpha1.ScopeTemplateStatus{ObservedGeneration: 3, ClusterRoles: []string{"r1", "view"}, Instances: []string{"a", "b"},
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonConflict,
 				`ClusterRole "r1" exists and was not created by oria for this object; rename the role in the template or remove the other object`)},
+	}, {
+		name: "new inline rules held back for a ceiling: Progressing, naming the roles and the instances",
+		p: &plan{instances: []string{"a", "b", "c"}, roles: []string{"r1", "r2"}, desired: make([]*rbacv1.ClusterRole, 2),
+			held: map[string][]string{"r2": {"c"}, "r1": {"b", "c"}}},
+		want: oriav1alpha1.ScopeTemplateStatus{ObservedGeneration: 3, ClusterRoles: []string{"r1", "r2"}, Instances: []string{"a", "b", "c"},
+			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing,
+				`inline ClusterRole(s) "r1", "r2" keep their previous rules until the ServiceAccount ceiling of ScopeInstance(s) "b", "c" confirms the new rules `+
+					`(or the instance removes its bindings of them); oria looks again every 2s`)},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

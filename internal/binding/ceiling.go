@@ -1,0 +1,101 @@
+package binding
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+)
+
+// The ceiling of an attenuated binding (a ScopeInstance with a
+// serviceAccount): a ServiceAccount vouches for a binding when it is
+// written, for the rules its ClusterRole has then. Each such binding
+// records the hash of those rules in AnnotationCeilingRules; a binding
+// whose recorded hash differs from the hash of what its role grants (or
+// will grant) has not been vouched for and must be asked about again.
+//
+// The annotation is a record, not a secret: whoever can write it on a
+// binding passes the API server's escalation check for that binding's role
+// as it is, so could equally have bound that role themselves, and such a
+// binding of their own follows the role wherever it goes too. Forging the
+// record gives nobody more than they could already give.
+
+// CeilingAbsent is the ceiling value for a binding of a ClusterRole that
+// does not exist: it grants nothing, and anything the role grants once it
+// is created must be vouched for.
+const CeilingAbsent = "absent"
+
+// CeilingHash returns the ceiling value of a binding of a role with rules:
+// "sha256:" and the full hex SHA-256 of the rules' JSON (a full digest, not
+// a short names.Hash: a second set of rules with the same short hash could
+// otherwise be found and pass as vouched for). No rules hash as an empty
+// list.
+func CeilingHash(rules []rbacv1.PolicyRule) string {
+	if len(rules) == 0 {
+		rules = []rbacv1.PolicyRule{}
+	}
+	b, err := json.Marshal(rules)
+	if err != nil {
+		// A PolicyRule is strings and slices of strings: it always
+		// marshals. Never vouch for something that did not hash.
+		return "unhashable"
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Ceiling returns the ceiling value recorded on a binding, "" if none.
+func Ceiling(o client.Object) string {
+	return o.GetAnnotations()[oriav1alpha1.AnnotationCeilingRules]
+}
+
+// CeilingAnnotations returns, for each role of ceilings (role name →
+// ceiling value), the annotations of its bindings; nil when ceilings is nil
+// (an instance without a serviceAccount: its bindings carry none). One map
+// per role, shared by its bindings in every namespace: read-only.
+func CeilingAnnotations(ceilings map[string]string) map[string]map[string]string {
+	if ceilings == nil {
+		return nil
+	}
+	out := make(map[string]map[string]string, len(ceilings))
+	for role, v := range ceilings {
+		out[role] = map[string]string{oriav1alpha1.AnnotationCeilingRules: v}
+	}
+	return out
+}
+
+// Unvouched returns the bindings of existing that covered does not hold
+// (by namespace/name) and whose recorded ceiling is not ceilings[role] for
+// the role they bind (by roleOf). covered holds the bindings a reconcile
+// writes or deletes anyway; the others are kept as they are (bindings of an
+// inline role not created yet, bindings in a terminating namespace), and
+// one kept without the ServiceAccount having vouched for its role as it is
+// must go instead.
+func Unvouched[T client.Object](existing []T, covered map[types.NamespacedName]bool, ceilings map[string]string, roleOf func(T) string) []T {
+	var out []T
+	for _, b := range existing {
+		if !covered[key(b)] && Ceiling(b) != ceilings[roleOf(b)] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// RoleOfRoleBinding and RoleOfClusterRoleBinding return the ClusterRole a
+// binding oria wrote binds ("" for a Role: oria binds only ClusterRoles).
+func RoleOfRoleBinding(b *rbacv1.RoleBinding) string { return clusterRoleOf(b.RoleRef) }
+
+// RoleOfClusterRoleBinding: see RoleOfRoleBinding.
+func RoleOfClusterRoleBinding(b *rbacv1.ClusterRoleBinding) string { return clusterRoleOf(b.RoleRef) }
+
+func clusterRoleOf(ref rbacv1.RoleRef) string {
+	if ref.Kind != "ClusterRole" {
+		return ""
+	}
+	return ref.Name
+}

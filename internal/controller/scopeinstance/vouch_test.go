@@ -1,0 +1,140 @@
+package scopeinstance
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/engine"
+)
+
+func ceilingRB(ns, role, ceiling string) *rbacv1.RoleBinding {
+	b := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b-" + role, UID: types.UID(ns + "/" + role + "/" + ceiling)},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
+	if ceiling != "" {
+		b.Annotations = map[string]string{oriav1alpha1.AnnotationCeilingRules: ceiling}
+	}
+	return b
+}
+
+func keys(bs []*rbacv1.RoleBinding) []string {
+	var out []string
+	for _, b := range bs {
+		out = append(out, b.Namespace+"/"+b.Name+"@"+binding.Ceiling(b))
+	}
+	return out
+}
+
+// The ServiceAccount is asked about a role ahead of what it grants for
+// every binding that does not record the new rules yet, existing or not.
+func TestAsk(t *testing.T) {
+	c := &ceiling{values: map[string]string{"inline": "new", "ref": "h"},
+		ahead: map[string][]rbacv1.PolicyRule{"inline": {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}}
+	want := []*rbacv1.RoleBinding{ceilingRB("a", "inline", "new"), ceilingRB("b", "inline", "new"), ceilingRB("c", "inline", "new"),
+		ceilingRB("a", "ref", "h")}
+	existing := engine.ByKey([]*rbacv1.RoleBinding{
+		ceilingRB("a", "inline", "new"), // vouched for already
+		ceilingRB("b", "inline", "old"), // records the old rules
+		ceilingRB("a", "ref", "old"),    // not ahead: the API server checks it when it is written
+	})
+	got := ask(c, want, existing, binding.RoleOfRoleBinding)
+	if d := cmp.Diff([]binding.Grant{{Role: "inline", Namespace: "b"}, {Role: "inline", Namespace: "c"}}, got); d != "" {
+		t.Errorf("ask (-want +got):\n%s", d)
+	}
+	if got := ask(&ceiling{values: c.values}, want, existing, binding.RoleOfRoleBinding); got != nil {
+		t.Errorf("ask with nothing ahead = %v, want nothing", got)
+	}
+}
+
+// A refused grant is not written, reported Forbidden, and its existing
+// binding deleted; the others are written.
+func TestSplit(t *testing.T) {
+	want := []*rbacv1.RoleBinding{ceilingRB("a", "inline", "new"), ceilingRB("b", "inline", "new"), ceilingRB("c", "inline", "new")}
+	existing := engine.ByKey([]*rbacv1.RoleBinding{ceilingRB("a", "inline", "old"), ceilingRB("b", "inline", "old")})
+	denied := map[binding.Grant]string{{Role: "inline", Namespace: "b"}: "no secrets in b", {Role: "inline", Namespace: "c"}: "no secrets in c"}
+	keep, refused, drop := split(want, existing, denied, binding.RoleOfRoleBinding)
+	if d := cmp.Diff([]string{"a/b-inline@new"}, keys(keep)); d != "" {
+		t.Errorf("kept (-want +got):\n%s", d)
+	}
+	var gotRefused []string
+	for _, o := range refused {
+		if o.Action != engine.Forbidden {
+			t.Errorf("refused %s/%s: action %v, want Forbidden", o.Namespace, o.Name, o.Action)
+		}
+		gotRefused = append(gotRefused, o.Namespace+"/"+o.Name+": "+o.Err.Error())
+	}
+	if d := cmp.Diff([]string{"b/b-inline: no secrets in b", "c/b-inline: no secrets in c"}, gotRefused); d != "" {
+		t.Errorf("refused (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"b/b-inline@old"}, keys(drop)); d != "" {
+		t.Errorf("dropped (-want +got):\n%s", d)
+	}
+}
+
+// A rewrite the ServiceAccount was refused removes the binding only when
+// its record differs from the intended one: then the role changed since
+// the ServiceAccount last vouched for it.
+func TestRefusedUnvouched(t *testing.T) {
+	want := []*rbacv1.RoleBinding{ceilingRB("a", "ref", "h2"), ceilingRB("b", "ref", "h2"), ceilingRB("c", "ref", "h2"), ceilingRB("d", "ref", "h2")}
+	existing := engine.ByKey([]*rbacv1.RoleBinding{
+		ceilingRB("a", "ref", "h1"), // role changed, rewrite refused: goes
+		ceilingRB("b", "ref", "h2"), // vouched for; refused for another reason (subjects): stays
+		ceilingRB("c", "ref", "h1"), // role changed, rewrite allowed
+	})
+	forbidden := errors.New("forbidden")
+	outcomes := []engine.Outcome{
+		{Namespace: "a", Name: "b-ref", Action: engine.Forbidden, Err: forbidden},
+		{Namespace: "b", Name: "b-ref", Action: engine.Forbidden, Err: forbidden},
+		{Namespace: "c", Name: "b-ref", Action: engine.Updated},
+		{Namespace: "d", Name: "b-ref", Action: engine.Forbidden, Err: forbidden}, // a create: nothing to delete
+	}
+	if d := cmp.Diff([]string{"a/b-ref@h1"}, keys(refusedUnvouched(outcomes, want, existing, binding.RoleOfRoleBinding))); d != "" {
+		t.Errorf("refusedUnvouched (-want +got):\n%s", d)
+	}
+}
+
+func TestCeilingAnnotate(t *testing.T) {
+	c := &ceiling{values: map[string]string{"inline": "new", "pending": "p-new"}}
+	p := &plan{
+		wantRBs:     []*rbacv1.RoleBinding{ceilingRB("a", "inline", "")},
+		existingRBs: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "old"), ceilingRB("a", "pending", "p-old"), ceilingRB("b", "pending", "p-new"), ceilingRB("z", "gone", "")},
+		staleRBs:    []*rbacv1.RoleBinding{ceilingRB("z", "gone", "")},
+	}
+	c.annotate(p)
+	if d := cmp.Diff([]string{"a/b-inline@new"}, keys(p.wantRBs)); d != "" {
+		t.Errorf("intended bindings (-want +got):\n%s", d)
+	}
+	// The kept binding of the pending role that records old rules goes;
+	// the stale one is not listed twice.
+	if d := cmp.Diff([]string{"z/b-gone@", "a/b-pending@p-old"}, keys(p.staleRBs)); d != "" {
+		t.Errorf("stale bindings (-want +got):\n%s", d)
+	}
+}
+
+// A binding removed because the ServiceAccount no longer vouches for what
+// its role grants is Forbidden, says so, and its namespace is not bound.
+func TestComputeStatusRevoked(t *testing.T) {
+	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "si", Generation: 2},
+		Spec: oriav1alpha1.ScopeInstanceSpec{ServiceAccount: &oriav1alpha1.ServiceAccountReference{Namespace: "sa-ns", Name: "sa-x"}}}
+	p := &plan{template: &oriav1alpha1.ScopeTemplate{}, roles: []string{"inline"}, targets: binding.Targets{Namespaces: []string{"a", "b"}}}
+	refused := []engine.Outcome{{Namespace: "b", Name: "si-inline", Action: engine.Forbidden, Err: errors.New(`user "x" may not bind ClusterRole "inline" (missing: get secrets)`)}}
+	res := result{summary: engine.Summarize(refused, []engine.Outcome{{Namespace: "b", Name: "si-inline", Action: engine.Deleted}}), revoked: 1}
+	st := computeStatus(si, p, res, nil)
+	want := metav1.Condition{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonForbidden, ObservedGeneration: 2,
+		Message: `ServiceAccount sa-ns/sa-x (spec.serviceAccount) may not grant 1 binding(s), so they were not written and 1 of them, written before, were removed ` +
+			`(what their ClusterRole grants changed): user "x" may not bind ClusterRole "inline" (missing: get secrets) (1 ClusterRole(s) bound in 1 namespace(s); oria tries again every 30s)`}
+	got := st.Conditions[0]
+	got.LastTransitionTime = metav1.Time{}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Ready (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"a"}, st.BoundNamespaces); d != "" {
+		t.Errorf("bound namespaces (-want +got):\n%s", d)
+	}
+}
