@@ -222,3 +222,77 @@ func revoke(ctx context.Context, w *engine.Writer, v vouched, ensuredRBs, ensure
 	dropCRBs := append(v.dropCRBs, refusedUnvouched(ensuredCRBs, v.crbs, crbs, binding.RoleOfClusterRoleBinding)...)
 	return engine.Delete(ctx, w, engine.RoleBindingKind.Name, dropRBs), engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, dropCRBs)
 }
+
+// frozen returns the bindings of an instance with a serviceAccount that a
+// spec error keeps from being written (existing bindings are kept as they
+// are) whose recorded ceiling is not what their role grants, or is about
+// to grant: the template's rules for its inline roles (the ScopeTemplate
+// controller would otherwise hold them back for as long as the spec error
+// lasts), the rules as they are for any other role. A role that does not
+// exist grants nothing: its bindings stay (it is vouched for when created).
+func (r *Reconciler) frozen(ctx context.Context, si *oriav1alpha1.ScopeInstance) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
+	rbs, crbs, err := r.existingBindings(ctx, si.Name)
+	if err != nil || len(rbs)+len(crbs) == 0 {
+		return nil, nil, err
+	}
+	values := map[string]string{}
+	t := &oriav1alpha1.ScopeTemplate{}
+	switch err := r.Client.Get(ctx, types.NamespacedName{Name: si.Spec.ScopeTemplateName}, t); {
+	case err == nil && binding.ValidateTemplate(t) == nil:
+		for _, role := range binding.Roles(t) {
+			if role.Inline {
+				values[role.Name] = binding.CeilingHash(role.Rules)
+			}
+		}
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, nil, fmt.Errorf("reading ScopeTemplate %q: %w", si.Spec.ScopeTemplateName, err)
+	}
+	unvouched := func(b client.Object, role string) (bool, error) {
+		v, ok := values[role]
+		if !ok {
+			cr := &rbacv1.ClusterRole{}
+			switch err := r.APIReader.Get(ctx, types.NamespacedName{Name: role}, cr); {
+			case apierrors.IsNotFound(err):
+				v = binding.CeilingAbsent
+			case err != nil:
+				return false, fmt.Errorf("reading ClusterRole %q: %w", role, err)
+			default:
+				v = binding.CeilingHash(cr.Rules)
+			}
+			values[role] = v
+		}
+		return v != binding.CeilingAbsent && binding.Ceiling(b) != v, nil
+	}
+	var outRBs []*rbacv1.RoleBinding
+	var outCRBs []*rbacv1.ClusterRoleBinding
+	for _, b := range rbs {
+		if no, err := unvouched(b, binding.RoleOfRoleBinding(b)); err != nil || no {
+			if err != nil {
+				return nil, nil, err
+			}
+			outRBs = append(outRBs, b)
+		}
+	}
+	for _, b := range crbs {
+		if no, err := unvouched(b, binding.RoleOfClusterRoleBinding(b)); err != nil || no {
+			if err != nil {
+				return nil, nil, err
+			}
+			outCRBs = append(outCRBs, b)
+		}
+	}
+	return outRBs, outCRBs, nil
+}
+
+// revokeFrozen deletes, as oria, the bindings frozen found for an instance
+// with a spec error (p.staleRBs, p.staleCRBs).
+func (r *Reconciler) revokeFrozen(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) result {
+	if len(p.staleRBs)+len(p.staleCRBs) == 0 {
+		return result{}
+	}
+	w := r.writer()
+	rbs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)
+	crbs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)
+	r.recordEvents(si, nil, nil, rbs, crbs, nil)
+	return result{summary: engine.Summarize(rbs, crbs), revoked: len(rbs) + len(crbs)}
+}

@@ -195,3 +195,31 @@ func TestCeilingReferencedRole(t *testing.T) {
 	_, cond := ready(t, si.Name)
 	assert.Contains(t, cond.Message, "secrets")
 }
+
+// TestCeilingWithoutServiceAccount: an instance whose ServiceAccount is
+// gone writes nothing (ServiceAccountNotFound), but it cannot hold the
+// template's new rules back for ever: a binding nobody can vouch for any
+// more is removed, the role gets its new rules, and the subject never
+// reads secrets.
+func TestCeilingWithoutServiceAccount(t *testing.T) {
+	testutil.NeedCluster(t)
+	ctx := context.Background()
+	ns, saNS := namespace(t, "ceil", nil), namespace(t, "ceil-sa", nil)
+	sa := ceilingAccount(t, saNS, "sa-w", ns, podsGetList, secretsGetList)
+	tmpl, si, role, user := attenuatedInstance(t, ns, sa)
+	require.NoError(t, k8sClient.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: saNS, Name: "sa-w"}}))
+	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonServiceAccountNotFound)
+	assert.Equal(t, []string{ns}, roleBindingNamespaces(t, si.Name, role), "a spec error keeps the bindings as they are")
+
+	secrets := everAllowed(t, access(user, "get", "secrets", ns))
+	widened := []rbacv1.PolicyRule{podsGetList, secretsGetList}
+	update(t, tmpl, func() { tmpl.Spec.ClusterRoles[0].Rules = widened })
+	eventuallyBoundIn(t, si.Name, role)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, widened, get(c, role, "", &rbacv1.ClusterRole{}).Rules)
+	}, testutil.Timeout, testutil.Interval)
+	time.Sleep(time.Second)
+	assert.False(t, secrets(), "the subject could read secrets through a binding nobody vouched for")
+	got, _ := ready(t, si.Name)
+	assert.Empty(t, got.Status.BoundNamespaces, "the removed binding's namespace is no longer reported bound")
+}

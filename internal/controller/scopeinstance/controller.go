@@ -262,7 +262,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Gather: r.gather,
 		Write: func(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
 			if p.specErr != nil {
-				return result{}, nil
+				return r.revokeFrozen(ctx, si, p), nil
 			}
 			res, err := r.write(ctx, si, p)
 			if err != nil {
@@ -285,7 +285,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			// An attenuated instance rereads its referenced roles (see
 			// ceiling.go). A coalesced restart of the publication is due
 			// after res.published.after.
-			return reconciler.Soonest(reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || saMissing || res.published.conflict != "" || p.ceiling != nil, r.recheck()),
+			return reconciler.Soonest(reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || saMissing || res.published.conflict != "" || p.attenuated, r.recheck()),
 				res.summary.Recheck(), res.published.after)
 		},
 	}

@@ -39,9 +39,11 @@ type plan struct {
 	wantCRBs                []*rbacv1.ClusterRoleBinding
 	existingRBs, staleRBs   []*rbacv1.RoleBinding
 	existingCRBs, staleCRBs []*rbacv1.ClusterRoleBinding
-	// ceiling is set for an instance with a serviceAccount (see
-	// ceiling.go); inlineRules are then the rules its inline roles in place
-	// have now.
+	// ceiling is set for an instance with a serviceAccount (attenuated;
+	// see ceiling.go) without a spec error; inlineRules are then the rules
+	// its inline roles in place have now. With a spec error, stale* are the
+	// bindings its ServiceAccount no longer vouches for.
+	attenuated  bool
 	ceiling     *ceiling
 	inlineRules map[string][]rbacv1.PolicyRule
 }
@@ -62,7 +64,13 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 		serr = &binding.SpecError{Reason: oriav1alpha1.ReasonInvalidSpec, Message: err.Error() + "; nothing is changed until it is fixed"}
 	}
 	if serr != nil {
-		return &plan{specErr: serr}, nil
+		p := &plan{specErr: serr, attenuated: si.Spec.ServiceAccount != nil}
+		if p.attenuated {
+			if p.staleRBs, p.staleCRBs, err = r.frozen(ctx, si); err != nil {
+				return nil, err
+			}
+		}
+		return p, nil
 	}
 	subj := p.template.Spec.BindingTemplate.Subjects
 	if p.targets.Cluster {
@@ -77,6 +85,7 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 	p.staleRBs = binding.Stale(p.existingRBs, keep, p.targets)
 	p.staleCRBs = binding.Stale(p.existingCRBs, keep, p.targets)
 	if sa := si.Spec.ServiceAccount; sa != nil {
+		p.attenuated = true
 		if p.ceiling, err = r.ceilings(ctx, *sa, p); err != nil {
 			return nil, err
 		}

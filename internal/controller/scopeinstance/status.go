@@ -3,6 +3,7 @@ package scopeinstance
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,11 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 	switch {
 	case p.specErr != nil:
 		ready(metav1.ConditionFalse, p.specErr.Reason, p.specErr.Message)
+		// Bindings its ServiceAccount no longer vouches for went even so.
+		st.BoundNamespaces = slices.DeleteFunc(st.BoundNamespaces, func(ns string) bool {
+			return slices.ContainsFunc(res.summary.Changed[engine.Deleted], func(o engine.Outcome) bool { return o.Namespace == ns })
+		})
+		st.BoundNamespaceCount = int32(len(st.BoundNamespaces))
 		return st
 	}
 	st.Scope = oriav1alpha1.ScopeNamespaces

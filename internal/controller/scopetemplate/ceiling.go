@@ -82,8 +82,11 @@ func unconfirmed(roles map[string]string, bindings map[string][]ceilingBinding) 
 // with the instances they wait for; attenuated are the template's
 // instances with a serviceAccount.
 func (r *Reconciler) held(ctx context.Context, p *plan, attenuated []string) (map[string][]string, error) {
+	if len(attenuated) == 0 {
+		return nil, nil
+	}
 	roles := changing(p.desired, p.cached)
-	if len(roles) == 0 || len(attenuated) == 0 {
+	if len(roles) == 0 {
 		return nil, nil
 	}
 	bindings := map[string][]ceilingBinding{}
