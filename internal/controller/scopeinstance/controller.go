@@ -257,8 +257,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Client:  r.Client,
 		New:     func() *oriav1alpha1.ScopeInstance { return &oriav1alpha1.ScopeInstance{} },
 		Cleanup: r.reconcileDelete,
-		// Being deleted (foreground): the garbage collector removes the
-		// bindings; Cleanup finishes after it.
+		// Being deleted: the bindings go at once; revocation never waits on a finalizer.
+		Deleting: func(ctx context.Context, si *oriav1alpha1.ScopeInstance) error {
+			return r.reconcileDelete(ctx, si.Name)
+		},
 		Gather: r.gather,
 		Write: func(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
 			if p.specErr != nil {
