@@ -143,7 +143,7 @@ func sampleReport() *Report {
 		Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Host:    Host{CPUs: 2, Commit: "abc1234"},
 		Config: Sizes{Extensions: 200, CRDsPerExtension: 5, Namespaces: 2000, NewNamespaces: 100, ScaleInstances: 10, ScaleNamespaces: 5000,
-			IdleSeconds: 120, QPS: 500, Burst: 1000, FloorWorkers: 32},
+			GuardNamespaces: 100, GuardWrites: 50, IdleSeconds: 120, QPS: 500, Burst: 1000, FloorWorkers: 32},
 		PeakRSS: 90 << 20,
 		Results: []*Result{
 			{Name: scenarioExtensions, Objects: 4000, Converged: true, Seconds: 9, FirstSeconds: 0.25, FloorSeconds: 7.5, QPSFloorSeconds: 6, Reads: 4001, Conflicts: 7,
@@ -229,7 +229,7 @@ func TestRender(t *testing.T) {
 	}
 	out := strings.Join(strings.Fields(b.String()), " ") // columns' widths vary
 	for _, want := range []string{
-		"200 extensions x 5 CRDs, 2000 namespaces (+100 new), scale 10 x 5000, idle 120s; oria's client: qps 500, burst 1000; floor: 32 workers, create",
+		"200 extensions x 5 CRDs, 2000 namespaces (+100 new), scale 10 x 5000, guard 100 namespaces x 50 writes, idle 120s; oria's client: qps 500, burst 1000; floor: 32 workers, create",
 		"9.00s 250ms 7.50s 1.20 6.00s 1.50", // extensions: oria, first, floor, ratio, floor@qps, ratio@qps
 		"4200 (PATCH 4200; 7 got 409) 4001", "80 MB", "4.2s (floor 1.5s) 9.0s (floor 3.0s)",
 		"TIMEOUT", "fanout: 1999 of 2000",
@@ -286,12 +286,19 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || c.repeat != 1 || c.floorWarmup {
 		t.Errorf("-repeat=1 -floor-warmup=false: %+v, %v", c, err)
 	}
+	if c.guardNamespaces != 100 || c.guardWrites != 50 {
+		t.Errorf("guard sizes = %d x %d, want 100 x 50", c.guardNamespaces, c.guardWrites)
+	}
+	c, err = parseFlags([]string{"-scenarios=idle,guard", "-guard-writes=60"}, io.Discard)
+	if err != nil || !reflect.DeepEqual(c.scenarios, []string{scenarioGuard, scenarioIdle}) || c.guardWrites != 60 {
+		t.Errorf("-scenarios=idle,guard: %+v, %v", c, err)
+	}
 	c, err = parseFlags([]string{"-qps=500", "-scenarios=scale,all"}, io.Discard)
 	if err != nil || c.qps != 500 || c.burst != 1000 || !c.oriaLimit ||
 		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioFanoutPublish, scenarioScale, scenarioIdle}) {
 		t.Errorf("-qps=500 -scenarios=scale,all: %+v, %v", c, err)
 	}
-	for _, bad := range [][]string{{"-scenarios=nope"}, {"-extensions=0"}, {"-qps=0"}, {"-scale-instances=0"}, {"-repeat=0"}, {"extra"}} {
+	for _, bad := range [][]string{{"-scenarios=nope"}, {"-extensions=0"}, {"-qps=0"}, {"-scale-instances=0"}, {"-repeat=0"}, {"-guard-writes=0"}, {"-guard-namespaces=0"}, {"extra"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("parseFlags(%v): want an error", bad)
 		}

@@ -34,6 +34,7 @@ import (
 type config struct {
 	extensions, crds, namespaces, newNamespaces, idleSeconds int
 	scaleInstances, scaleNamespaces                          int
+	guardNamespaces, guardWrites                             int
 	// qps and burst are oria's client limit (a negative qps: none);
 	// oriaLimit is set when -qps or -burst was given, and oria then gets
 	// them as flags (else it runs with its defaults, which they equal).
@@ -69,6 +70,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.idleSeconds, "idle-seconds", 120, "Idle scenario: seconds to count oria's writes with nothing changing (T).")
 	fs.IntVar(&c.scaleInstances, "scale-instances", 10, "Scenario scale: ScopeInstances (I), each selecting the same namespaces.")
 	fs.IntVar(&c.scaleNamespaces, "scale-namespaces", 5000, "Scenario scale: namespaces (oria creates I x this many RoleBindings).")
+	fs.IntVar(&c.guardNamespaces, "guard-namespaces", 100, "Scenario guard: namespaces the delegated user's ScopeInstance lists.")
+	fs.IntVar(&c.guardWrites, "guard-writes", 50, "Scenario guard: timed writes of each object, with the guard on and with it off.")
 	fs.Float64Var(&c.qps, "qps", manager.DefaultKubeAPIQPS,
 		"oria's --kube-api-qps (default: oria's, -1 = no client-side limit); a positive value is also measured as a second floor.")
 	fs.IntVar(&c.burst, "burst", manager.DefaultKubeAPIBurst, "oria's --kube-api-burst (default: oria's), for a positive -qps.")
@@ -77,7 +80,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.repeat, "repeat", 5, "Rounds of the extensions, fanout and fanout-publish rows (floor, then oria, each round); a row shows the median round. The scale row runs once.")
 	fs.BoolVar(&c.floorWarmup, "floor-warmup", true, "Run the floor without a client-side limit once, untimed, before timing it, so that it starts like oria's phase: right after the row's objects were created and deleted once.")
 	fs.BoolVar(&c.floorApply, "floor-apply", false, "The floor writes with server-side apply, as oria does, instead of create.")
-	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, fanout-publish, scale, idle; all = extensions, fanout, fanout-publish, idle.")
+	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, fanout-publish, scale, guard, idle; all = extensions, fanout, fanout-publish, idle.")
 	quick := fs.Bool("quick", false, "Small sizes for a fast run: -extensions=20 -crds-per-extension=5 -namespaces=200 -new-namespaces=20 -idle-seconds=15 -scale-namespaces=500 (explicit flags win).")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "Bound on each wait: convergence, and the settling of the cluster before a timed phase.")
 	fs.BoolVar(&c.failOnTarget, "fail-on-target", false, "Exit non-zero when a target is missed (always non-zero when a scenario does not converge).")
@@ -113,6 +116,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		"extensions": c.extensions, "crds-per-extension": c.crds, "namespaces": c.namespaces,
 		"floor-workers": c.floorWorkers, "schema-kb": c.schemaKB, "burst": c.burst,
 		"scale-instances": c.scaleInstances, "scale-namespaces": c.scaleNamespaces, "repeat": c.repeat,
+		"guard-namespaces": c.guardNamespaces, "guard-writes": c.guardWrites,
 	} {
 		if v < 1 {
 			return nil, fmt.Errorf("invalid -%s %d: must be at least 1", name, v)
@@ -141,7 +145,7 @@ func parseScenarios(value string) ([]string, error) {
 		case slices.ContainsFunc(scenarios, func(x scenario) bool { return x.name == s }):
 			want[s] = true
 		default:
-			return nil, fmt.Errorf("invalid -scenarios %q: unknown scenario %q (want extensions, fanout, fanout-publish, scale, idle or all)", value, s)
+			return nil, fmt.Errorf("invalid -scenarios %q: unknown scenario %q (want extensions, fanout, fanout-publish, scale, guard, idle or all)", value, s)
 		}
 	}
 	var out []string
@@ -177,6 +181,7 @@ func run(args []string) int {
 	report := &Report{Started: time.Now(), Host: host(), Config: Sizes{
 		Extensions: cfg.extensions, CRDsPerExtension: cfg.crds, Namespaces: cfg.namespaces, NewNamespaces: cfg.newNamespaces,
 		ScaleInstances: cfg.scaleInstances, ScaleNamespaces: cfg.scaleNamespaces,
+		GuardNamespaces: cfg.guardNamespaces, GuardWrites: cfg.guardWrites,
 		IdleSeconds: cfg.idleSeconds, QPS: cfg.qps, Burst: cfg.burst, FloorWorkers: cfg.floorWorkers, FloorApply: cfg.floorApply, FloorWarmup: cfg.floorWarmup, Repeat: cfg.repeat,
 		Scenarios: cfg.scenarios, OriaBinary: cfg.oriaBin, OriaArgs: cfg.oriaArgs,
 	}}
@@ -262,7 +267,7 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 	}()
 
 	b := &bench{
-		cfg: cfg, admin: admin, watch: watch, dyn: dyn, oria: oria, report: report, logf: logf,
+		cfg: cfg, admin: admin, restConfig: cluster.Config, watch: watch, dyn: dyn, oria: oria, report: report, logf: logf,
 		mem:    newSampler(ctx, oria.Pid(), 100*time.Millisecond),
 		cpPIDs: childPIDs("etcd", "kube-apiserver"),
 	}

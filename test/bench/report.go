@@ -41,7 +41,10 @@ type Sizes struct {
 	NewNamespaces    int `json:"newNamespaces"`
 	ScaleInstances   int `json:"scaleInstances"`
 	ScaleNamespaces  int `json:"scaleNamespaces"`
-	IdleSeconds      int `json:"idleSeconds"`
+	// GuardNamespaces and GuardWrites are the guard scenario's sizes.
+	GuardNamespaces int `json:"guardNamespaces,omitempty"`
+	GuardWrites     int `json:"guardWrites,omitempty"`
+	IdleSeconds     int `json:"idleSeconds"`
 	// QPS and Burst are oria's client limit; a negative QPS: none.
 	QPS          float64  `json:"qps"`
 	Burst        int      `json:"burst"`
@@ -84,7 +87,8 @@ type Result struct {
 	// RolesSeconds (extensions) is the time until the ClusterRoles existed;
 	// Seconds runs on until every extension's condition reported them.
 	RolesSeconds float64 `json:"rolesSeconds,omitempty"`
-	// Latency is set for per-object latencies (new namespaces).
+	// Latency is set for per-object latencies (new namespaces; the
+	// guard's rows: the time of each write request).
 	Latency *Latency `json:"latency,omitempty"`
 	// Writes are oria's write requests by verb during the scenario, Reads
 	// its GET requests (gets, lists and watches).
@@ -155,8 +159,8 @@ func (r *Report) render(w io.Writer) error {
 	if c.FloorApply {
 		method = "server-side apply"
 	}
-	fmt.Fprintf(w, "sizes: %d extensions x %d CRDs, %d namespaces (+%d new), scale %d x %d, idle %ds; oria's client: %s; floor: %d workers, %s\n",
-		c.Extensions, c.CRDsPerExtension, c.Namespaces, c.NewNamespaces, c.ScaleInstances, c.ScaleNamespaces, c.IdleSeconds,
+	fmt.Fprintf(w, "sizes: %d extensions x %d CRDs, %d namespaces (+%d new), scale %d x %d, guard %d namespaces x %d writes, idle %ds; oria's client: %s; floor: %d workers, %s\n",
+		c.Extensions, c.CRDsPerExtension, c.Namespaces, c.NewNamespaces, c.ScaleInstances, c.ScaleNamespaces, c.GuardNamespaces, c.GuardWrites, c.IdleSeconds,
 		fmtLimit(c.QPS, c.Burst), c.FloorWorkers, method)
 	warm := ", timed cold"
 	if c.FloorWarmup {

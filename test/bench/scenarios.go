@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -18,7 +19,12 @@ const (
 	scenarioNewNamespaces = "new-namespaces" // second half of fanout
 	scenarioFanoutPublish = "fanout-publish"
 	scenarioScale         = "scale"
+	scenarioGuard         = "guard"
 	scenarioIdle          = "idle"
+	// The guard scenario's rows: the escalation guard on, and the same
+	// writes with it off (guardOffSuffix).
+	scenarioGuardInstance = "guard-instance"
+	scenarioGuardPolicy   = "guard-policy"
 )
 
 // scenario is one part of the benchmark; it appends its rows to the report.
@@ -35,6 +41,7 @@ var scenarios = []scenario{
 	{scenarioFanout, (*bench).fanout, true},
 	{scenarioFanoutPublish, (*bench).fanoutPublish, true},
 	{scenarioScale, (*bench).scale, false},
+	{scenarioGuard, (*bench).guard, false},
 	{scenarioIdle, (*bench).idle, true},
 }
 
@@ -48,6 +55,9 @@ type bench struct {
 	admin client.Client     // cluster-admin, not rate limited: setup only
 	watch watchClients      // cluster-admin, for observers
 	dyn   dynamic.Interface // cluster-admin, for the trigger and the floor's clean-up
+	// restConfig is the cluster-admin configuration admin was made from
+	// (the guard scenario impersonates a user with it).
+	restConfig *rest.Config
 	// floors: without a client-side limit, then at oria's QPS and burst
 	// when oria has a limit; none with -no-floor.
 	floors []*floor

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Targets of issues 6 and 9 (see docs/benchmarks.md).
+// Targets of issues 6, 9, 12 and 21 (see docs/benchmarks.md).
 const (
 	// targetRatio bounds convergence over the floor without a client-side
 	// limit: oria, with its default flags, against a plain parallel client.
@@ -31,6 +31,13 @@ const (
 	// targetPublishRatio bounds the fan-out with a publication over the
 	// fan-out without one (issue 12).
 	targetPublishRatio = 1.1
+	// targetGuardP99 is the escalation guard's admission latency (issue
+	// 21): a delegated user's write of a ScopeInstance listing at least
+	// guardTargetNamespaces namespaces, and of an RBACPolicy over a
+	// namespace selector, over at least guardTargetWrites writes.
+	targetGuardP99        = 100 * time.Millisecond
+	guardTargetNamespaces = 100
+	guardTargetWrites     = 50
 )
 
 // Target is one pass/fail line. Pass is nil when the target does not apply
@@ -100,6 +107,15 @@ func (r *Report) evaluate() {
 			add(label, want, fmtSeconds(x.Latency.P99), pass)
 		}
 	}
+	for _, g := range []struct{ row, label string }{
+		{scenarioGuardInstance, fmt.Sprintf("guard: ScopeInstance over %d namespaces, p99 of %d writes", r.Config.GuardNamespaces, r.Config.GuardWrites)},
+		{scenarioGuardPolicy, fmt.Sprintf("guard: RBACPolicy over a namespace selector, p99 of %d writes", r.Config.GuardWrites)},
+	} {
+		if x := r.result(g.row); x != nil {
+			got, pass := guardTarget(x, r.result(g.row+guardOffSuffix), g.row == scenarioGuardInstance, r.Config)
+			add(g.label, "< "+fmtSeconds(targetGuardP99.Seconds()), got, pass)
+		}
+	}
 	if x := r.result(scenarioIdle); x != nil {
 		got := fmt.Sprintf("%d", x.WritesTotal)
 		if !x.Converged {
@@ -167,6 +183,27 @@ func publishOverhead(x *Result) (string, *bool) {
 	default:
 		return fmt.Sprintf("%.2f", x.Seconds/x.BindingsSeconds), ptr(x.Seconds/x.BindingsSeconds <= targetPublishRatio)
 	}
+}
+
+// guardTarget evaluates the guard's p99 (x, the guard on) and shows the
+// same writes' p99 with the guard off (off, nil when not measured). The
+// target applies from guardTargetWrites writes up, and for the
+// ScopeInstance (instance) from guardTargetNamespaces namespaces up.
+func guardTarget(x, off *Result, instance bool, c Sizes) (string, *bool) {
+	switch {
+	case x.Error != "":
+		return "a write failed (see below)", ptr(false)
+	case !x.Converged || x.Latency == nil || x.Latency.Count == 0:
+		return "did not finish", ptr(false)
+	}
+	got := fmtSeconds(x.Latency.P99)
+	if off != nil && off.Converged && off.Latency != nil && off.Latency.Count > 0 {
+		got += " (guard off " + fmtSeconds(off.Latency.P99) + ")"
+	}
+	if x.Latency.Count < guardTargetWrites || (instance && c.GuardNamespaces < guardTargetNamespaces) {
+		return got, nil
+	}
+	return got, ptr(x.Latency.P99 < targetGuardP99.Seconds())
 }
 
 // failedTargets counts the targets that apply and failed.
