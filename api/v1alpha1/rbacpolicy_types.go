@@ -52,7 +52,10 @@ type RBACPolicySpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	ExtensionName string `json:"extensionName"`
 
-	// access is view, edit or admin.
+	// access is the level granted on each covered API: view (get, list,
+	// watch), edit (view plus create, update, patch, delete) or admin (every
+	// verb, "*"). Each level also grants get on the API's own
+	// CustomResourceDefinition, so `kubectl explain` works.
 	// +required
 	Access Access `json:"access"`
 
@@ -127,12 +130,14 @@ type RBACPolicyStatus struct {
 
 	// boundNamespaceCount is the length of boundNamespaces.
 	// +optional
-	BoundNamespaceCount int32 `json:"boundNamespaceCount,omitempty"`
+	BoundNamespaceCount int32 `json:"boundNamespaceCount"`
 
 	// scopeTemplateName and scopeInstanceName name the objects the policy is
 	// compiled into.
 	// +optional
 	ScopeTemplateName string `json:"scopeTemplateName,omitempty"`
+	// scopeInstanceName names the ScopeInstance the policy is compiled into
+	// (rbacpolicy-<policy>); its status has the bindings' details.
 	// +optional
 	ScopeInstanceName string `json:"scopeInstanceName,omitempty"`
 }
@@ -143,11 +148,13 @@ type RBACPolicyStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=rbacp
+// +kubebuilder:resource:scope=Cluster,shortName=rbacp,categories=oria
 // +kubebuilder:printcolumn:name=Extension,type=string,JSONPath=`.spec.extensionName`
 // +kubebuilder:printcolumn:name=Access,type=string,JSONPath=`.spec.access`
 // +kubebuilder:printcolumn:name=Scope,type=string,JSONPath=`.status.scope`
 // +kubebuilder:printcolumn:name=Namespaces,type=integer,JSONPath=`.status.boundNamespaceCount`
+// +kubebuilder:printcolumn:name=Subjects,type=string,JSONPath=`.spec.subjects[*].name`,priority=1
+// +kubebuilder:printcolumn:name=Listed,type=string,JSONPath=`.spec.namespaces`,priority=1
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name=Reason,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`

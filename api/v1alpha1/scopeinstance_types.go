@@ -198,7 +198,7 @@ type ScopeInstanceStatus struct {
 
 	// boundNamespaceCount is the length of boundNamespaces.
 	// +optional
-	BoundNamespaceCount int32 `json:"boundNamespaceCount,omitempty"`
+	BoundNamespaceCount int32 `json:"boundNamespaceCount"`
 
 	// publication reports what spec.publication published and the last
 	// restart it caused.
@@ -249,7 +249,7 @@ type PublicationStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=si
+// +kubebuilder:resource:scope=Cluster,shortName=si,categories=oria
 // +kubebuilder:printcolumn:name=Template,type=string,JSONPath=`.spec.scopeTemplateName`
 // +kubebuilder:printcolumn:name=Scope,type=string,JSONPath=`.status.scope`
 // +kubebuilder:printcolumn:name=Namespaces,type=integer,JSONPath=`.status.boundNamespaceCount`

@@ -101,7 +101,9 @@ type ScopeTemplateStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=st
+// +kubebuilder:resource:scope=Cluster,shortName=st,categories=oria
+// +kubebuilder:printcolumn:name=Roles,type=string,JSONPath=`.spec.clusterRoles[*].name`,priority=1
+// +kubebuilder:printcolumn:name=Subjects,type=string,JSONPath=`.spec.bindingTemplate.subjects[*].name`,priority=1
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name=Reason,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`

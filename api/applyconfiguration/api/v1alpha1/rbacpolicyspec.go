@@ -41,7 +41,10 @@ type RBACPolicySpecApplyConfiguration struct {
 	// The extension must be in FineGrained (or Legacy) mode so that its
 	// ClusterRoles exist.
 	ExtensionName *string `json:"extensionName,omitempty"`
-	// access is view, edit or admin.
+	// access is the level granted on each covered API: view (get, list,
+	// watch), edit (view plus create, update, patch, delete) or admin (every
+	// verb, "*"). Each level also grants get on the API's own
+	// CustomResourceDefinition, so `kubectl explain` works.
 	Access *apiv1alpha1.Access `json:"access,omitempty"`
 	// subjects are the users, groups and ServiceAccounts to grant access to.
 	// A ServiceAccount needs its namespace.

@@ -45,6 +45,8 @@ type RBACPolicyStatusApplyConfiguration struct {
 	// scopeTemplateName and scopeInstanceName name the objects the policy is
 	// compiled into.
 	ScopeTemplateName *string `json:"scopeTemplateName,omitempty"`
+	// scopeInstanceName names the ScopeInstance the policy is compiled into
+	// (rbacpolicy-<policy>); its status has the bindings' details.
 	ScopeInstanceName *string `json:"scopeInstanceName,omitempty"`
 }
 
