@@ -10,7 +10,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/oria/internal/binding"
@@ -44,6 +44,9 @@ const (
 type Authorizer struct {
 	// Client creates SubjectAccessReviews.
 	Client client.Client
+	// Rules reads a user's rules in a namespace; nil asks
+	// SubjectAccessReviews for every permission.
+	Rules *RulesReviewer
 	// Reader reads ClusterRoles (the API server, not a cache: oria caches
 	// only the roles it generated).
 	Reader client.Reader
@@ -197,61 +200,60 @@ func (a *Authorizer) denied(parent context.Context, user authenticationv1.UserIn
 // inline holds the rules of roles oria writes itself (a template's inline
 // roles: what the role will grant once oria writes it); every other role is
 // read from the API server.
+//
+// A role bindable cluster-wide is settled by one review for all its
+// namespaces; a namespaced grant is answered from the user's rules in that
+// namespace (one SelfSubjectRulesReview per namespace, see RulesReviewer);
+// what those cannot settle (cluster-wide grants, incomplete rules, no
+// RulesReviewer) is asked with SubjectAccessReviews.
 func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, inline map[string][]rbacv1.PolicyRule) ([]Denial, error) {
 	boundEverywhere, err := a.bindableEverywhere(ctx, user, grants)
 	if err != nil {
 		return nil, err
 	}
-	perms := make([]Permission, 0, len(grants))
-	byPerm := make(map[Permission]binding.Grant, len(grants))
+	var todo []binding.Grant
+	seen := map[string]bool{}
+	var namespaces []string
 	for _, g := range grants {
 		if boundEverywhere[g.Role] {
 			continue
 		}
-		p := bindPermission(g.Role, g.Namespace)
-		perms = append(perms, p)
-		byPerm[p] = g
-	}
-	noBind, err := a.denied(ctx, user, perms, len(perms))
-	if err != nil {
-		return nil, err
-	}
-	var denials []Denial
-	roles := map[string]*rbacv1.ClusterRole{}
-	for _, p := range noBind {
-		g := byPerm[p]
-		rules, ok := inline[g.Role]
-		if !ok {
-			cr, found := roles[g.Role]
-			if !found {
-				cr = &rbacv1.ClusterRole{}
-				if err := a.Reader.Get(ctx, client.ObjectKey{Name: g.Role}, cr); err != nil {
-					if !apierrors.IsNotFound(err) {
-						return nil, fmt.Errorf("reading ClusterRole %q: %w", g.Role, err)
-					}
-					cr = nil
-				}
-				roles[g.Role] = cr
-			}
-			if cr == nil {
-				if denials = append(denials, Denial{Verb: "bind", Grant: g, Absent: true}); a.enough(denials) {
-					break
-				}
-				continue
-			}
-			rules = cr.Rules
+		todo = append(todo, g)
+		if !g.ClusterWide() && !seen[g.Namespace] {
+			seen[g.Namespace] = true
+			namespaces = append(namespaces, g.Namespace)
 		}
-		d, err := a.holds(ctx, user, "bind", g, rules)
+	}
+	u, err := a.rulesIn(ctx, user, namespaces)
+	if err != nil {
+		// Reviews answer the same question, more slowly.
+		ctrl.LoggerFrom(ctx).Info("reading the user's rules failed; asking SubjectAccessReviews instead", "user", user.Username, "error", err.Error())
+		u = nil
+	}
+	roles := &roleRules{a: a, inline: inline, read: map[string]*rbacv1.ClusterRole{}}
+	var denials []Denial
+	var rest []binding.Grant
+	for _, g := range todo {
+		if u == nil || g.ClusterWide() {
+			rest = append(rest, g)
+			continue
+		}
+		rules, absent, err := roles.of(ctx, g.Role)
 		if err != nil {
 			return nil, err
 		}
+		d, settled := a.decide(u, g, rules, absent)
+		if !settled {
+			rest = append(rest, g)
+			continue
+		}
 		if d != nil {
 			if denials = append(denials, *d); a.enough(denials) {
-				break
+				return denials, nil
 			}
 		}
 	}
-	return denials, nil
+	return a.checkBindReviews(ctx, user, rest, roles, denials)
 }
 
 // enough reports whether a refusal names as many denials as it should

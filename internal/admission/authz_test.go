@@ -9,6 +9,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/oria/internal/binding"
@@ -64,6 +65,17 @@ func TestAuthorizer(t *testing.T) {
 		t.Cleanup(func() { _ = admin.Delete(ctx, o) })
 	}
 	authz := &Authorizer{Client: admin, Reader: admin}
+	rules, err := NewRulesReviewer(cluster.Config)
+	require.NoError(t, err)
+	// The same answers from the user's rules in each namespace
+	// (SelfSubjectRulesReviews) as from one review per permission.
+	withRules := &Authorizer{Client: admin, Reader: admin, Rules: rules}
+	u, err := withRules.rulesIn(ctx, user, []string{a, b})
+	require.NoError(t, err, "the rules are read, not asked for one by one")
+	require.True(t, u.complete[a])
+	if covered, _ := rbacvalidation.Covers(u.rules[a], podRules); !covered {
+		t.Fatalf("rules of %s in %s do not cover its pods: %v", user.Username, a, u.rules[a])
+	}
 
 	missing := func(ns string, p ...Permission) []Permission {
 		for i := range p {
@@ -99,24 +111,26 @@ func TestAuthorizer(t *testing.T) {
 				Permission{Verb: "get", Resource: "configmaps"}, Permission{Verb: "list", Resource: "configmaps"}, Permission{Verb: "watch", Resource: "configmaps"},
 				Permission{Verb: "get", Resource: "secrets"}, Permission{Verb: "list", Resource: "secrets"})}}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := authz.CheckBind(ctx, tc.user, tc.grants, tc.inline)
-			require.NoError(t, err)
-			if len(tc.want) == 1 && tc.want[0].Absent {
-				tc.want[0].Grant = tc.grants[0]
-			}
-			if len(tc.want) > 0 && tc.want[0].More {
-				// Which five of the nine are found first depends on timing;
-				// that there are five and that the search stopped does not.
-				require.Len(t, got, 1)
-				require.Len(t, got[0].Missing, DefaultMaxMissing)
-				require.True(t, got[0].More)
-				return
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("CheckBind (-want +got):\n%s", diff)
-			}
-		})
+		for variant, authz := range map[string]*Authorizer{"reviews": authz, "rules": withRules} {
+			t.Run(variant+": "+tc.name, func(t *testing.T) {
+				got, err := authz.CheckBind(ctx, tc.user, tc.grants, tc.inline)
+				require.NoError(t, err)
+				if len(tc.want) == 1 && tc.want[0].Absent {
+					tc.want[0].Grant = tc.grants[0]
+				}
+				if len(tc.want) > 0 && tc.want[0].More {
+					// Which five of the nine are found first depends on timing;
+					// that there are five and that the search stopped does not.
+					require.Len(t, got, 1)
+					require.Len(t, got[0].Missing, DefaultMaxMissing)
+					require.True(t, got[0].More)
+					return
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("CheckBind (-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
 
 	t.Run("escalate: a role's rules must be held cluster-wide", func(t *testing.T) {
