@@ -202,9 +202,9 @@ func (a *Authorizer) denied(parent context.Context, user authenticationv1.UserIn
 // read from the API server.
 //
 // A role bindable cluster-wide is settled by one review for all its
-// namespaces; a namespaced grant is answered from the user's rules in that
-// namespace (one SelfSubjectRulesReview per namespace, see RulesReviewer);
-// what those cannot settle (cluster-wide grants, incomplete rules, no
+// namespaces; every other grant is answered from the user's rules where it
+// binds (one SelfSubjectRulesReview per namespace, and one for the cluster,
+// see RulesReviewer); what those cannot settle (incomplete rules, no
 // RulesReviewer) is asked with SubjectAccessReviews.
 func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, inline map[string][]rbacv1.PolicyRule) ([]Denial, error) {
 	boundEverywhere, err := a.bindableEverywhere(ctx, user, grants)
@@ -219,7 +219,7 @@ func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserIn
 			continue
 		}
 		todo = append(todo, g)
-		if !g.ClusterWide() && !seen[g.Namespace] {
+		if !seen[g.Namespace] {
 			seen[g.Namespace] = true
 			namespaces = append(namespaces, g.Namespace)
 		}
@@ -231,10 +231,13 @@ func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserIn
 		u = nil
 	}
 	roles := &roleRules{a: a, inline: inline, read: map[string]*rbacv1.ClusterRole{}}
+	if err := roles.prefetch(ctx, todo); err != nil {
+		return nil, err
+	}
 	var denials []Denial
 	var rest []binding.Grant
 	for _, g := range todo {
-		if u == nil || g.ClusterWide() {
+		if u == nil {
 			rest = append(rest, g)
 			continue
 		}

@@ -70,9 +70,13 @@ func TestAuthorizer(t *testing.T) {
 	// The same answers from the user's rules in each namespace
 	// (SelfSubjectRulesReviews) as from one review per permission.
 	withRules := &Authorizer{Client: admin, Reader: admin, Rules: rules}
-	u, err := withRules.rulesIn(ctx, user, []string{a, b})
+	u, err := withRules.rulesIn(ctx, user, []string{a, b, ""})
 	require.NoError(t, err, "the rules are read, not asked for one by one")
 	require.True(t, u.complete[a])
+	require.True(t, u.complete[""], "cluster-wide rules are read too")
+	if covered, _ := rbacvalidation.Covers(u.rules[""], podRules); covered {
+		t.Fatalf("%s reads pods only in %s, yet its cluster-wide rules cover them: %v", user.Username, a, u.rules[""])
+	}
 	if covered, _ := rbacvalidation.Covers(u.rules[a], podRules); !covered {
 		t.Fatalf("rules of %s in %s do not cover its pods: %v", user.Username, a, u.rules[a])
 	}

@@ -2,7 +2,10 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -79,4 +82,41 @@ func (r *roleRules) of(ctx context.Context, role string) (rules []rbacv1.PolicyR
 		return nil, true, nil
 	}
 	return cr.Rules, false, nil
+}
+
+// prefetch reads the roles grants bind that are not inline, in parallel.
+func (r *roleRules) prefetch(ctx context.Context, grants []binding.Grant) error {
+	var names []string
+	for _, g := range grants {
+		if _, inline := r.inline[g.Role]; !inline && !slices.Contains(names, g.Role) {
+			names = append(names, g.Role)
+		}
+	}
+	read := make([]*rbacv1.ClusterRole, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	tokens := make(chan struct{}, r.a.parallelism())
+	for i, name := range names {
+		tokens <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-tokens; wg.Done() }()
+			cr := &rbacv1.ClusterRole{}
+			if err := r.a.Reader.Get(ctx, client.ObjectKey{Name: name}, cr); err != nil {
+				if !apierrors.IsNotFound(err) {
+					errs[i] = fmt.Errorf("reading ClusterRole %q: %w", name, err)
+				}
+				cr = nil
+			}
+			read[i] = cr
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, name := range names {
+		r.read[name] = read[i]
+	}
+	return nil
 }

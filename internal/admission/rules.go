@@ -2,6 +2,8 @@ package admission
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"sync"
 
@@ -35,11 +37,19 @@ func NewRulesReviewer(cfg *rest.Config) (*RulesReviewer, error) {
 	return &RulesReviewer{REST: cs.AuthorizationV1().RESTClient()}, nil
 }
 
-// Rules returns the rules user holds in namespace, and whether the list is
+// Rules returns the rules user holds in namespace ("": cluster-wide, the
+// rules of their ClusterRoleBindings), and whether the list is
 // complete (every authorizer could list its rules; otherwise a permission
 // the rules do not cover may still be allowed, and only a
 // SubjectAccessReview can tell).
 func (r *RulesReviewer) Rules(ctx context.Context, user authenticationv1.UserInfo, namespace string) ([]rbacv1.PolicyRule, bool, error) {
+	if namespace == "" {
+		// A review needs a namespace. In one that does not exist, and
+		// never did (an unguessable name), no RoleBinding can apply: what
+		// is left are the rules of the user's ClusterRoleBindings, which
+		// hold cluster-wide.
+		namespace = nowhere()
+	}
 	review := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: namespace}}
 	out := &authorizationv1.SelfSubjectRulesReview{}
 	req := r.REST.Post().Resource("selfsubjectrulesreviews").Body(review).
@@ -102,7 +112,7 @@ func (a *Authorizer) rulesIn(ctx context.Context, user authenticationv1.UserInfo
 	return out, nil
 }
 
-// decide answers a namespaced grant from the user's rules there, as
+// decide answers a grant from the user's rules where it binds, as
 // Kubernetes' own escalation check does (rbacvalidation.Covers): allowed
 // with "bind" on the role there, or when the rules cover every rule of the
 // role. ok is false when the rules are incomplete and do not settle it
@@ -116,13 +126,17 @@ func (a *Authorizer) decide(u *userRules, g binding.Grant, rules []rbacv1.Policy
 	if absent {
 		return &Denial{Verb: "bind", Grant: g, Absent: true}, u.complete[g.Namespace]
 	}
-	var namespaced []rbacv1.PolicyRule
-	for _, r := range rules {
-		if len(r.NonResourceURLs) == 0 {
-			namespaced = append(namespaced, r)
+	granted := rules
+	if !g.ClusterWide() {
+		// A RoleBinding grants no non-resource URLs.
+		granted = nil
+		for _, r := range rules {
+			if len(r.NonResourceURLs) == 0 {
+				granted = append(granted, r)
+			}
 		}
 	}
-	covered, uncovered := rbacvalidation.Covers(have, namespaced)
+	covered, uncovered := rbacvalidation.Covers(have, granted)
 	if covered {
 		return nil, true
 	}
@@ -136,4 +150,11 @@ func (a *Authorizer) decide(u *userRules, g binding.Grant, rules []rbacv1.Policy
 		d.Missing = missing[:limit]
 	}
 	return d, true
+}
+
+// nowhere returns a random namespace name that no namespace has.
+func nowhere() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "oria-cluster-scope-" + hex.EncodeToString(b)
 }
