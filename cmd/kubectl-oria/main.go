@@ -1,10 +1,13 @@
 // Command kubectl-oria is the kubectl plugin of oria: copy it to a directory
-// on PATH and run `kubectl oria status` or `kubectl oria access EXTENSION`
-// (see docs/user-guide.md).
+// on PATH and run `kubectl oria status`, `kubectl oria access EXTENSION`,
+// `kubectl oria can USER` or `kubectl oria plan -f FILE` (see
+// docs/user-guide.md). Linked or copied as kubectl_complete-oria, it
+// answers kubectl's shell completion of `kubectl oria`.
 package main
 
 import (
 	"os"
+	"path/filepath"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -13,6 +16,9 @@ import (
 
 func main() {
 	cmd := cli.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	if args, ok := cli.CompletionArgs(filepath.Base(os.Args[0]), os.Args[1:]); ok {
+		cmd.SetArgs(args)
+	}
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -2,28 +2,23 @@ package cli
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/authentication/serviceaccount"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/ownership"
 )
 
 // Access levels. A level is reached when every verb of it and of the levels
 // below is allowed: view = get, list, watch; edit = view + create, update,
 // patch, delete; admin = edit + deletecollection (the generated -admin role
-// grants every verb, -edit does not grant deletecollection). Some verbs
-// without all of view is LevelPartial.
+// grants every verb, -edit does not grant deletecollection). Verbs that are
+// not exactly a level's are LevelPartial (with the highest level they hold
+// all of as the row's Base): the level always follows the verbs held.
 const (
 	LevelView    = "view"
 	LevelEdit    = "edit"
@@ -54,6 +49,40 @@ type Candidate struct {
 	// Via says through what: an RBACPolicy, a ScopeInstance, Legacy
 	// aggregation into a built-in role, or a binding made by hand.
 	Via string
+	// Binding is the binding: "RoleBinding <namespace>/<name>" or
+	// "ClusterRoleBinding <name>".
+	Binding string
+	// Controller is set for a Kubernetes controller (a system: user or a
+	// kube-system ServiceAccount) bound by Kubernetes' default policy (a
+	// binding labelled kubernetes.io/bootstrapping=rbac-defaults), which
+	// reports leave out unless asked.
+	Controller bool
+}
+
+// LabelBootstrapping marks the roles and bindings of Kubernetes' default
+// RBAC policy (value rbac-defaults).
+const LabelBootstrapping = "kubernetes.io/bootstrapping"
+
+// controller reports whether sub, bound by b, is one of Kubernetes' own
+// controllers: a system: user or a kube-system ServiceAccount bound by the
+// default policy. Groups (system:masters, system:authenticated...) are
+// never hidden: a binding to one reaches people.
+func controller(b *metav1.ObjectMeta, sub rbacv1.Subject) bool {
+	if b.Labels[LabelBootstrapping] != "rbac-defaults" {
+		return false
+	}
+	switch sub.Kind {
+	case rbacv1.UserKind:
+		return strings.HasPrefix(sub.Name, "system:")
+	case rbacv1.ServiceAccountKind:
+		return sub.Namespace == "kube-system"
+	}
+	return false
+}
+
+// WithoutControllers returns cands without Kubernetes' own controllers.
+func WithoutControllers(cands []Candidate) []Candidate {
+	return slices.DeleteFunc(slices.Clone(cands), func(c Candidate) bool { return c.Controller })
 }
 
 // legacyRoles are the built-in roles generated roles aggregate into in
@@ -93,7 +122,7 @@ func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
 		if b.RoleRef.Kind == "ClusterRole" && clusterRoles[b.RoleRef.Name] {
 			via := via("ClusterRoleBinding", &b.ObjectMeta, b.RoleRef, instances)
 			for _, sub := range b.Subjects {
-				out = append(out, Candidate{Subject: sub, Via: via})
+				out = append(out, Candidate{Subject: sub, Via: via, Binding: "ClusterRoleBinding " + b.Name, Controller: controller(&b.ObjectMeta, sub)})
 			}
 		}
 	}
@@ -107,12 +136,14 @@ func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
 				if sub.Kind == rbacv1.ServiceAccountKind && sub.Namespace == "" {
 					sub.Namespace = b.Namespace
 				}
-				out = append(out, Candidate{Subject: sub, Namespace: b.Namespace, Via: via})
+				out = append(out, Candidate{Subject: sub, Namespace: b.Namespace, Via: via,
+					Binding: "RoleBinding " + b.Namespace + "/" + b.Name, Controller: controller(&b.ObjectMeta, sub)})
 			}
 		}
 	}
 	slices.SortFunc(out, func(a, b Candidate) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(SubjectString(a.Subject), SubjectString(b.Subject)), cmp.Compare(a.Via, b.Via))
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(SubjectString(a.Subject), SubjectString(b.Subject)),
+			cmp.Compare(a.Via, b.Via), cmp.Compare(a.Binding, b.Binding))
 	})
 	return slices.Compact(out)
 }
@@ -155,181 +186,16 @@ func SubjectString(s rbacv1.Subject) string {
 type AccessRow struct {
 	Subject string `json:"subject"`
 	// Namespace is AllNamespaces for every namespace or a cluster-scoped API.
-	Namespace string   `json:"namespace"`
-	API       string   `json:"api"`
-	Level     string   `json:"level"`
-	Verbs     []string `json:"verbs"`
-	Via       []string `json:"via"`
-}
-
-// Authorizer answers whether a subject may do something: the API server's
-// SubjectAccessReview (SARAuthorizer), or a fake in tests.
-type Authorizer interface {
-	Allowed(ctx context.Context, s rbacv1.Subject, attrs authorizationv1.ResourceAttributes) (bool, error)
-}
-
-// SARAuthorizer asks the API server with SubjectAccessReviews.
-type SARAuthorizer struct {
-	Client client.Client
-}
-
-// Allowed implements Authorizer.
-func (a SARAuthorizer) Allowed(ctx context.Context, s rbacv1.Subject, attrs authorizationv1.ResourceAttributes) (bool, error) {
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &attrs}}
-	switch s.Kind {
-	case rbacv1.UserKind:
-		sar.Spec.User = s.Name
-	case rbacv1.GroupKind:
-		sar.Spec.Groups = []string{s.Name}
-	case rbacv1.ServiceAccountKind:
-		sar.Spec.User = serviceaccount.MakeUsername(s.Namespace, s.Name)
-		sar.Spec.Groups = serviceaccount.MakeGroupNames(s.Namespace)
-	default:
-		return false, fmt.Errorf("unknown subject kind %q", s.Kind)
-	}
-	if err := a.Client.Create(ctx, sar); err != nil {
-		return false, fmt.Errorf("SubjectAccessReview for %s: %w", SubjectString(s), err)
-	}
-	return sar.Status.Allowed, nil
-}
-
-// check is one (subject, namespace, API) the report asks about.
-type check struct {
-	subject   rbacv1.Subject
-	namespace string // "" every namespace / cluster-scoped
-	api       API
-	via       []string
-}
-
-// Confirm asks az, for every candidate subject, namespace and API, which
-// verbs are allowed, and returns the rows with at least one allowed verb.
-// A RoleBinding grants nothing on a cluster-scoped API, so those are asked
-// only for cluster-wide candidates. When namespace is set, cluster-wide
-// candidates are asked about that namespace. Rows are sorted by namespace,
-// subject and API.
-func Confirm(ctx context.Context, az Authorizer, cands []Candidate, apis []API, namespace string) ([]AccessRow, error) {
-	checks := plan(cands, apis, namespace)
-	var verbs []string
-	for _, l := range levels {
-		verbs = append(verbs, l.verbs...)
-	}
-	allowed := make([][]bool, len(checks))
-	var mu sync.Mutex
-	var firstErr error
-	engine.Parallel(16, len(checks)*len(verbs), func(i int) {
-		c, v := checks[i/len(verbs)], verbs[i%len(verbs)]
-		ok, err := az.Allowed(ctx, c.subject, authorizationv1.ResourceAttributes{
-			Namespace: c.namespace, Verb: v, Group: c.api.Group, Resource: c.api.Resource,
-		})
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-		if allowed[i/len(verbs)] == nil {
-			allowed[i/len(verbs)] = make([]bool, len(verbs))
-		}
-		allowed[i/len(verbs)][i%len(verbs)] = ok
-	})
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	var rows []AccessRow
-	for i, c := range checks {
-		row := AccessRow{Subject: SubjectString(c.subject), Namespace: cmp.Or(c.namespace, AllNamespaces), API: c.api.CRD, Via: c.via}
-		for j, v := range verbs {
-			if allowed[i][j] {
-				row.Verbs = append(row.Verbs, v)
-			}
-		}
-		if len(row.Verbs) == 0 {
-			continue
-		}
-		row.Level = level(row.Verbs)
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
-
-// plan groups candidates into checks: one per subject, namespace and API,
-// with every binding that applies there as its via.
-func plan(cands []Candidate, apis []API, namespace string) []check {
-	type key struct {
-		subject   string
-		namespace string
-		api       string
-	}
-	byKey := map[key]*check{}
-	var order []key
-	add := func(c Candidate, ns string, api API) {
-		k := key{SubjectString(c.Subject), ns, api.CRD}
-		ch, ok := byKey[k]
-		if !ok {
-			ch = &check{subject: c.Subject, namespace: ns, api: api}
-			byKey[k], order = ch, append(order, k)
-		}
-		if !slices.Contains(ch.via, c.Via) {
-			ch.via = append(ch.via, c.Via)
-		}
-	}
-	for _, api := range apis {
-		for _, c := range cands {
-			switch {
-			case api.Scope == ScopeCluster:
-				if c.Namespace == "" {
-					add(c, "", api)
-				}
-			case c.Namespace != "":
-				add(c, c.Namespace, api)
-			default:
-				add(c, namespace, api)
-			}
-		}
-	}
-	// A cluster-wide grant holds in every namespace a RoleBinding row is
-	// about: name it there too.
-	for _, api := range apis {
-		for _, c := range cands {
-			if c.Namespace != "" || api.Scope == ScopeCluster {
-				continue
-			}
-			for _, k := range order {
-				if k.subject == SubjectString(c.Subject) && k.api == api.CRD && k.namespace != "" {
-					if ch := byKey[k]; !slices.Contains(ch.via, c.Via) {
-						ch.via = append(ch.via, c.Via)
-					}
-				}
-			}
-		}
-	}
-	slices.SortFunc(order, func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.namespace, b.namespace), cmp.Compare(a.subject, b.subject), cmp.Compare(a.api, b.api))
-	})
-	out := make([]check, len(order))
-	for i, k := range order {
-		out[i] = *byKey[k]
-	}
-	return out
-}
-
-// level returns the highest level all of whose verbs are in verbs.
-func level(verbs []string) string {
-	got := LevelPartial
-	for _, l := range levels {
-		for _, v := range l.verbs {
-			if !slices.Contains(verbs, v) {
-				return got
-			}
-		}
-		got = l.level
-	}
-	return got
-}
-
-// Describe is a one-line summary of verbs for the table.
-func Describe(r AccessRow) string {
-	if r.Level == LevelPartial {
-		return "partial (" + strings.Join(r.Verbs, ",") + ")"
-	}
-	return r.Level
+	Namespace string `json:"namespace"`
+	API       string `json:"api"`
+	// Extension is the API's ClusterExtension (the reverse lookup).
+	Extension string `json:"extension,omitempty"`
+	// Level is view, edit or admin when Verbs are exactly that level's,
+	// else partial, with Base the highest level all of whose verbs are held.
+	Level string   `json:"level"`
+	Base  string   `json:"base,omitempty"`
+	Verbs []string `json:"verbs"`
+	Via   []string `json:"via"`
+	// Bindings are the bindings behind Via.
+	Bindings []string `json:"bindings,omitempty"`
 }

@@ -67,12 +67,13 @@ func TestCandidates(t *testing.T) {
 		},
 	}
 	want := []Candidate{
-		{Subject: alice, Via: "ClusterRoleBinding admins -> ClusterRole cluster-admin"},
-		{Subject: devs, Namespace: "team-a", Via: "RBACPolicy devs-view"},
-		{Subject: rbacv1.Subject{Kind: rbacv1.UserKind, Name: "bob"}, Namespace: "team-a", Via: "Legacy aggregation: RoleBinding team-a/bob-view -> view"},
-		{Subject: robot, Namespace: "team-b", Via: "Legacy aggregation: RoleBinding team-b/robot -> view"},
-		{Subject: alice, Namespace: "team-b", Via: "ScopeInstance scoped"},
-		{Subject: devs, Namespace: "team-c", Via: "RoleBinding team-c/local -> Role apps"},
+		{Subject: alice, Via: "ClusterRoleBinding admins -> ClusterRole cluster-admin", Binding: "ClusterRoleBinding admins"},
+		{Subject: devs, Namespace: "team-a", Via: "RBACPolicy devs-view", Binding: "RoleBinding team-a/rbacpolicy-devs-view-x"},
+		{Subject: rbacv1.Subject{Kind: rbacv1.UserKind, Name: "bob"}, Namespace: "team-a", Via: "Legacy aggregation: RoleBinding team-a/bob-view -> view",
+			Binding: "RoleBinding team-a/bob-view"},
+		{Subject: robot, Namespace: "team-b", Via: "Legacy aggregation: RoleBinding team-b/robot -> view", Binding: "RoleBinding team-b/robot"},
+		{Subject: alice, Namespace: "team-b", Via: "ScopeInstance scoped", Binding: "RoleBinding team-b/si-binding"},
+		{Subject: devs, Namespace: "team-c", Via: "RoleBinding team-c/local -> Role apps", Binding: "RoleBinding team-c/local"},
 	}
 	sortCands := func(c []Candidate) []Candidate {
 		slices.SortFunc(c, func(a, b Candidate) int {
@@ -99,21 +100,40 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-// fakeAuthorizer allows what its grants list: "subject|namespace|resource|verb",
-// with namespace "*" for every namespace.
+// fakeAuthorizer allows what its grants list: "who|namespace|resource|verb",
+// who a user or a group, with namespace "*" for every namespace: an
+// identity may what its user or any of its groups may.
 type fakeAuthorizer map[string]bool
 
-func (f fakeAuthorizer) Allowed(_ context.Context, s rbacv1.Subject, a authorizationv1.ResourceAttributes) (bool, error) {
-	if s.Kind == "Broken" {
+func (f fakeAuthorizer) Allowed(_ context.Context, id Identity, a authorizationv1.ResourceAttributes) (bool, error) {
+	if id.User == "broken" {
 		return false, fmt.Errorf("boom")
 	}
-	return f[fmt.Sprintf("%s|%s|%s|%s", SubjectString(s), a.Namespace, a.Resource, a.Verb)] ||
-		f[fmt.Sprintf("%s|*|%s|%s", SubjectString(s), a.Resource, a.Verb)], nil
+	for _, who := range append([]string{"User " + id.User}, prefixed("Group ", id.Groups)...) {
+		if f[fmt.Sprintf("%s|%s|%s|%s", who, a.Namespace, a.Resource, a.Verb)] || f[fmt.Sprintf("%s|*|%s|%s", who, a.Resource, a.Verb)] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
+func prefixed(prefix string, list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = prefix + s
+	}
+	return out
+}
+
+// grant allows verbs on resource in ns to s: a User or Group as such, a
+// ServiceAccount as its user name.
 func grant(f fakeAuthorizer, s rbacv1.Subject, ns, resource string, verbs ...string) {
+	who := SubjectString(s)
+	if s.Kind == rbacv1.ServiceAccountKind {
+		who = "User system:serviceaccount:" + s.Namespace + ":" + s.Name
+	}
 	for _, v := range verbs {
-		f[fmt.Sprintf("%s|%s|%s|%s", SubjectString(s), ns, resource, v)] = true
+		f[fmt.Sprintf("%s|%s|%s|%s", who, ns, resource, v)] = true
 	}
 }
 
@@ -160,23 +180,39 @@ func TestConfirm(t *testing.T) {
 	}
 
 	if _, err := Confirm(context.Background(), az, []Candidate{{Subject: rbacv1.Subject{Kind: "Broken"}}}, []API{apps}, ""); err == nil {
+		t.Error("Confirm: a subject of unknown kind is not an error")
+	}
+	if _, err := Confirm(context.Background(), az, []Candidate{{Subject: testUser("broken")}}, []API{apps}, ""); err == nil {
 		t.Error("Confirm: an authorizer error is not returned")
 	}
 }
 
+func testUser(name string) rbacv1.Subject { return rbacv1.Subject{Kind: rbacv1.UserKind, Name: name} }
+
 func TestLevel(t *testing.T) {
 	for _, tc := range []struct {
-		verbs []string
-		want  string
+		verbs       []string
+		level, base string
+		describedAs string
 	}{
-		{[]string{"get", "list", "watch"}, LevelView},
-		{[]string{"get", "list", "watch", "create", "update", "patch", "delete"}, LevelEdit},
-		{[]string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}, LevelAdmin},
-		{[]string{"create", "update", "patch", "delete", "deletecollection"}, LevelPartial},
-		{[]string{"get", "list", "watch", "create"}, LevelView},
+		{[]string{"get", "list", "watch"}, LevelView, "", "view"},
+		{[]string{"get", "list", "watch", "create", "update", "patch", "delete"}, LevelEdit, "", "edit"},
+		{[]string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}, LevelAdmin, "", "admin"},
+		{[]string{"create", "update", "patch", "delete", "deletecollection"}, LevelPartial, "", "partial (create,update,patch,delete,deletecollection)"},
+		{[]string{"get", "list", "watch", "create"}, LevelPartial, LevelView, "view+create"},
+		// The garbage collector: view and some of edit is not view.
+		{[]string{"get", "list", "watch", "update", "patch", "delete"}, LevelPartial, LevelView, "view+update,patch,delete"},
+		{[]string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}[:5], LevelPartial, LevelView, "view+create,update"},
+		{[]string{"get", "list", "watch", "create", "update", "patch", "delete"}[:7], LevelEdit, "", "edit"},
+		{[]string{"get", "list", "watch", "deletecollection"}, LevelPartial, LevelView, "view+deletecollection"},
+		{[]string{"get", "list", "watch", "create", "update", "patch", "delete"}[:2], LevelPartial, "", "partial (get,list)"},
 	} {
-		if got := level(tc.verbs); got != tc.want {
-			t.Errorf("level(%v) = %s, want %s", tc.verbs, got, tc.want)
+		lvl, base := level(tc.verbs)
+		if lvl != tc.level || base != tc.base {
+			t.Errorf("level(%v) = %s, %q; want %s, %q", tc.verbs, lvl, base, tc.level, tc.base)
+		}
+		if got := Describe(AccessRow{Level: lvl, Base: base, Verbs: tc.verbs}); got != tc.describedAs {
+			t.Errorf("Describe(%v) = %q, want %q", tc.verbs, got, tc.describedAs)
 		}
 	}
 }

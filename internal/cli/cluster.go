@@ -11,9 +11,11 @@ import (
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/names"
 )
 
 // Snapshot is what the plugin reads from the cluster: everything a report
@@ -28,6 +30,9 @@ type Snapshot struct {
 	Policies            []oriav1alpha1.RBACPolicy
 	Templates           []oriav1alpha1.ScopeTemplate
 	Instances           []oriav1alpha1.ScopeInstance
+	// Warnings say what could not be read (a list the user may not make)
+	// and was left out of the reports.
+	Warnings []string
 }
 
 // What selects the parts of a Snapshot to read.
@@ -36,6 +41,11 @@ type What struct {
 	Bindings bool
 	// Namespace limits Roles and RoleBindings to one namespace ("" all).
 	Namespace string
+	// Extensions are the ClusterExtensions the command names: when the
+	// user may not list ClusterExtensions, these are read one by one (a
+	// get), and the generated roles of their APIs too when ClusterRoles
+	// cannot be listed.
+	Extensions []string
 }
 
 // listing is one list request of Read.
@@ -43,31 +53,39 @@ type listing struct {
 	name string
 	list client.ObjectList
 	opts []client.ListOption
+	// optional lists are left out, with a warning, when forbidden.
+	optional bool
 }
 
 // Read fills a Snapshot from c. CRDs are read only when operator-controller
 // labelled them as a ClusterExtension's.
 func Read(ctx context.Context, c client.Reader, what What) (*Snapshot, error) {
 	lists := []listing{
-		{"ClusterExtensions", &ocv1.ClusterExtensionList{}, nil},
+		{"ClusterExtensions", &ocv1.ClusterExtensionList{}, nil, false},
 		{"CustomResourceDefinitions", &apiextensionsv1.CustomResourceDefinitionList{},
-			[]client.ListOption{client.HasLabels{oriav1alpha1.LabelOLMOwnerName}}},
-		{"ClusterRoles", &rbacv1.ClusterRoleList{}, nil},
-		{"RBACPolicies", &oriav1alpha1.RBACPolicyList{}, nil},
-		{"ScopeTemplates", &oriav1alpha1.ScopeTemplateList{}, nil},
-		{"ScopeInstances", &oriav1alpha1.ScopeInstanceList{}, nil},
+			[]client.ListOption{client.HasLabels{oriav1alpha1.LabelOLMOwnerName}}, false},
+		{"ClusterRoles", &rbacv1.ClusterRoleList{}, nil, !what.Bindings},
+		{"RBACPolicies", &oriav1alpha1.RBACPolicyList{}, nil, true},
+		{"ScopeTemplates", &oriav1alpha1.ScopeTemplateList{}, nil, true},
+		{"ScopeInstances", &oriav1alpha1.ScopeInstanceList{}, nil, true},
 	}
 	if what.Bindings {
 		ns := client.InNamespace(what.Namespace)
 		lists = append(lists,
-			listing{"ClusterRoleBindings", &rbacv1.ClusterRoleBindingList{}, nil},
-			listing{"RoleBindings", &rbacv1.RoleBindingList{}, []client.ListOption{ns}},
-			listing{"Roles", &rbacv1.RoleList{}, []client.ListOption{ns}})
+			listing{"ClusterRoleBindings", &rbacv1.ClusterRoleBindingList{}, nil, false},
+			listing{"RoleBindings", &rbacv1.RoleBindingList{}, []client.ListOption{ns}, false},
+			listing{"Roles", &rbacv1.RoleList{}, []client.ListOption{ns}, false})
 	}
 	s := &Snapshot{}
 	for _, l := range lists {
 		if err := c.List(ctx, l.list, l.opts...); err != nil {
-			return nil, fmt.Errorf("listing %s: %w", l.name, err)
+			done, ferr := s.fallback(ctx, c, l, what, err)
+			if ferr != nil {
+				return nil, ferr
+			}
+			if done {
+				continue
+			}
 		}
 		switch v := l.list.(type) {
 		case *ocv1.ClusterExtensionList:
@@ -91,4 +109,47 @@ func Read(ctx context.Context, c client.Reader, what What) (*Snapshot, error) {
 		}
 	}
 	return s, nil
+}
+
+// fallback handles a list the user may not make: ClusterExtensions named
+// by the command are read one by one, so are the generated roles of their
+// APIs; an optional list is left out with a warning. It reports whether
+// the list was handled, or returns the error.
+func (s *Snapshot) fallback(ctx context.Context, c client.Reader, l listing, what What, err error) (bool, error) {
+	failed := fmt.Errorf("listing %s: %w", l.name, err)
+	if !apierrors.IsForbidden(err) {
+		return false, failed
+	}
+	switch {
+	case l.name == "ClusterExtensions" && len(what.Extensions) > 0:
+		for _, name := range what.Extensions {
+			ce := ocv1.ClusterExtension{}
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &ce); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue // reported as not found
+				}
+				return false, fmt.Errorf("getting ClusterExtension %q (you may not list them): %w", name, err)
+			}
+			s.Extensions = append(s.Extensions, ce)
+		}
+		return true, nil
+	case l.name == "ClusterRoles" && len(what.Extensions) > 0:
+		for _, name := range what.Extensions {
+			for _, api := range ExtensionAPIs(s.CRDs, name) {
+				for _, k := range names.RoleKinds {
+					cr, role := rbacv1.ClusterRole{}, names.ExtensionRole(api.CRD, k)
+					if err := c.Get(ctx, client.ObjectKey{Name: role}, &cr); err == nil {
+						s.ClusterRoles = append(s.ClusterRoles, cr)
+					} else if !apierrors.IsNotFound(err) {
+						return false, fmt.Errorf("getting ClusterRole %q (you may not list them): %w", role, err)
+					}
+				}
+			}
+		}
+		return true, nil
+	case l.optional:
+		s.Warnings = append(s.Warnings, fmt.Sprintf("you may not list %s: the report leaves them out", l.name))
+		return true, nil
+	}
+	return false, failed
 }

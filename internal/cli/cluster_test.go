@@ -10,12 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-
-	"github.com/operator-framework/oria/internal/manager"
 )
 
 func TestRead(t *testing.T) {
-	scheme, err := manager.Scheme()
+	scheme, err := Scheme()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,32 +3,64 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/operator-framework/oria/internal/manager"
 )
 
-// NewCommand returns the `kubectl oria` command with its status and access
-// subcommands. Kubeconfig, context, namespace and impersonation flags are
-// kubectl's (cli-runtime ConfigFlags); -o takes kubectl's json, yaml,
+// NewCommand returns the `kubectl oria` command and its subcommands.
+// Kubeconfig, context, namespace and impersonation flags are kubectl's
+// (cli-runtime ConfigFlags); -o takes kubectl's json, yaml, name, wide,
 // jsonpath and go-template formats, the default is a table.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{
 		Use:          "oria",
 		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl oria"},
-		Short:        "Inspect oria: the RBAC of OLM v1 ClusterExtensions, and who may use their APIs",
+		Short:        "Inspect oria: the RBAC of OLM v1 ClusterExtensions, who may use their APIs, and what a change would grant",
 		SilenceUsage: true,
 	}
 	flags.AddFlags(root.PersistentFlags())
-	root.AddCommand(statusCommand(flags, streams), accessCommand(flags, streams))
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	c := &clients{flags: flags}
+	completeNamespaces(root, c)
+	root.AddCommand(statusCommand(c, streams), accessCommand(c, streams), canCommand(c, streams),
+		planCommand(c, streams), versionCommand(streams))
 	return root
+}
+
+// clients makes the plugin's client from kubectl's flags, once.
+type clients struct {
+	flags *genericclioptions.ConfigFlags
+	c     client.Client
+}
+
+func (cs *clients) get() (client.Client, error) {
+	if cs.c == nil {
+		c, err := newClient(cs.flags)
+		if err != nil {
+			return nil, err
+		}
+		cs.c = c
+	}
+	return cs.c, nil
+}
+
+// namespace is -n, or "" with --all-namespaces or without -n.
+func (cs *clients) namespace(all bool) string {
+	if all || cs.flags.Namespace == nil {
+		return ""
+	}
+	return *cs.flags.Namespace
 }
 
 func printFlags() *genericclioptions.PrintFlags {
@@ -39,36 +71,51 @@ func printFlags() *genericclioptions.PrintFlags {
 	}
 }
 
-func statusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+// addPrintFlags adds -o, naming the table formats too.
+func addPrintFlags(pf *genericclioptions.PrintFlags, cmd *cobra.Command) {
+	pf.AddFlags(cmd)
+	formats := append([]string{"name", "wide"}, pf.AllowedFormats()...)
+	cmd.Flags().Lookup("output").Usage = "Output format. One of: (" + strings.Join(formats, ", ") + ")."
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
+}
+
+func statusCommand(cs *clients, streams genericiooptions.IOStreams) *cobra.Command {
 	pf := printFlags()
 	cmd := &cobra.Command{
 		Use:   "status [EXTENSION...]",
 		Short: "Per ClusterExtension: its RBAC mode, APIs, generated or bundle roles, and the RBACPolicies granting them",
 		Example: `  kubectl oria status
-  kubectl oria status argocd -o yaml`,
+  kubectl oria status argocd -o yaml
+  kubectl oria status argocd -o wide   # with the subjects of each grant`,
+		ValidArgsFunction: completeExtensions(cs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := newClient(flags)
+			c, err := cs.get()
 			if err != nil {
 				return err
 			}
-			s, err := Read(cmd.Context(), c, What{})
+			s, err := Read(cmd.Context(), c, What{Extensions: args})
 			if err != nil {
 				return err
 			}
+			warn(streams.ErrOut, s.Warnings)
 			report, err := Status(s, args...)
 			if err != nil {
 				return err
 			}
-			return output(pf, streams, StatusTable(report), "StatusReport", StatusReport{Extensions: report})
+			var names []string
+			for _, e := range report {
+				names = append(names, "clusterextension.olm.operatorframework.io/"+e.Name)
+			}
+			return output(pf, streams, view{table: StatusTable(report), names: names, kind: "StatusReport", body: StatusReport{Extensions: report}})
 		},
 	}
-	pf.AddFlags(cmd)
+	addPrintFlags(pf, cmd)
 	return cmd
 }
 
-func accessCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func accessCommand(cs *clients, streams genericiooptions.IOStreams) *cobra.Command {
 	pf := printFlags()
-	var allNamespaces bool
+	var allNamespaces, showSystem bool
 	cmd := &cobra.Command{
 		Use:   "access EXTENSION [-n NAMESPACE]",
 		Short: "Who may use a ClusterExtension's APIs, where, at which level and through what, each row confirmed by a SubjectAccessReview",
@@ -78,49 +125,97 @@ on one of the APIs (oria's bindings for RBACPolicies and ScopeInstances, binding
 built-in view/edit/admin roles the Legacy roles aggregate into, bindings made by hand); each is
 then asked of the API server with SubjectAccessReviews, and only what it allows is shown.
 Levels: view = get, list, watch; edit = view + create, update, patch, delete;
-admin = edit + deletecollection; partial = some verbs, not all of view.
+admin = edit + deletecollection; view+update,patch = view and some verbs above it;
+partial = some verbs, not all of view.
+Kubernetes' own controllers (system: users and kube-system ServiceAccounts bound by the default
+policy, such as the garbage collector) are left out unless --show-system is given.
 Without -n the report covers every namespace ("*": through a ClusterRoleBinding, or a
-cluster-scoped API).`,
+cluster-scoped API). -o name lists the subjects.`,
 		Example: `  kubectl oria access argocd
-  kubectl oria access argocd -n team-a -o json`,
-		Args: cobra.ExactArgs(1),
+  kubectl oria access argocd -n team-a -o wide
+  kubectl oria access argocd --show-system -o json`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeExtensions(cs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := newClient(flags)
+			c, err := cs.get()
 			if err != nil {
 				return err
 			}
-			ns := ""
-			if flags.Namespace != nil && *flags.Namespace != "" && !allNamespaces {
-				ns = *flags.Namespace
-			}
-			report, err := Access(cmd.Context(), c, SARAuthorizer{Client: c}, args[0], ns)
+			ns := cs.namespace(allNamespaces)
+			warnNamespace(cmd.Context(), c, ns, streams.ErrOut)
+			report, warnings, err := Access(cmd.Context(), c, SARAuthorizer{Client: c}, args[0], ns, showSystem)
 			if err != nil {
 				return err
 			}
-			return output(pf, streams, AccessTable(report.Access), "AccessReport", report)
+			warn(streams.ErrOut, warnings)
+			var names []string
+			for _, r := range report.Access {
+				names = appendNew(names, subjectName(r.Subject))
+			}
+			return output(pf, streams, view{table: AccessTable(report.Access), names: names, kind: "AccessReport", body: report})
 		},
 	}
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "Every namespace (the default unless -n is given).")
-	pf.AddFlags(cmd)
+	cmd.Flags().BoolVar(&showSystem, "show-system", false, "Also list Kubernetes' own controllers (system: users and kube-system ServiceAccounts of the default RBAC policy).")
+	addPrintFlags(pf, cmd)
 	return cmd
 }
 
 // Access builds the access report of extension, limited to namespace when
-// it is set.
-func Access(ctx context.Context, c client.Reader, az Authorizer, extension, namespace string) (*AccessReport, error) {
-	s, err := Read(ctx, c, What{Bindings: true, Namespace: namespace})
+// it is set, without Kubernetes' own controllers unless showSystem, and
+// returns it with what could not be read.
+func Access(ctx context.Context, c client.Reader, az Authorizer, extension, namespace string, showSystem bool) (*AccessReport, []string, error) {
+	s, err := Read(ctx, c, What{Bindings: true, Namespace: namespace, Extensions: []string{extension}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := Status(s, extension); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	apis := ExtensionAPIs(s.CRDs, extension)
-	rows, err := Confirm(ctx, az, Candidates(s, apis, namespace), apis, namespace)
-	if err != nil {
-		return nil, err
+	cands := Candidates(s, apis, namespace)
+	if !showSystem {
+		cands = WithoutControllers(cands)
 	}
-	return &AccessReport{Extension: extension, Namespace: namespace, APIs: apis, Access: rows}, nil
+	rows, err := Confirm(ctx, az, cands, apis, namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &AccessReport{Extension: extension, Namespace: namespace, APIs: apis, Access: rows}, s.Warnings, nil
+}
+
+// subjectName writes a row's subject for -o name: user/alice,
+// group/developers, serviceaccount/ns/name.
+func subjectName(subject string) string {
+	kind, name, _ := strings.Cut(subject, " ")
+	return strings.ToLower(kind) + "/" + name
+}
+
+func appendNew(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// warn writes warnings to w the way kubectl does.
+func warn(w io.Writer, warnings []string) {
+	for _, msg := range warnings {
+		fmt.Fprintf(w, "Warning: %s\n", msg)
+	}
+}
+
+// warnNamespace warns when -n names a namespace that does not exist (a
+// typo would otherwise read as "nobody has access").
+func warnNamespace(ctx context.Context, c client.Reader, ns string, w io.Writer) {
+	if ns == "" {
+		return
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
+		warn(w, []string{fmt.Sprintf("namespace %q does not exist", ns)})
+	}
 }
 
 // Client limits of the plugin, kubectl's defaults.
@@ -138,7 +233,7 @@ func newClient(flags *genericclioptions.ConfigFlags) (client.Client, error) {
 	// subject, namespace, API and verb, which client-go's default of 5 per
 	// second would stretch to many seconds.
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
-	scheme, err := manager.Scheme()
+	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
 	}
@@ -149,17 +244,39 @@ func newClient(flags *genericclioptions.ConfigFlags) (client.Client, error) {
 	return c, nil
 }
 
-// output writes table with kubectl's table printer when no -o is given,
-// else the report as an object of kind.
-func output(pf *genericclioptions.PrintFlags, streams genericiooptions.IOStreams, table runtime.Object, kind string, body any) error {
-	if *pf.OutputFormat == "" || *pf.OutputFormat == "wide" {
-		return printers.NewTablePrinter(printers.PrintOptions{}).PrintObj(table, streams.Out)
+// view is what a command prints: a table (wide columns shown with -o
+// wide) after header, names for -o name, or body as a report of kind.
+type view struct {
+	header string
+	table  *metav1.Table
+	names  []string
+	kind   string
+	body   any
+}
+
+// output prints v in the -o format.
+func output(pf *genericclioptions.PrintFlags, streams genericiooptions.IOStreams, v view) error {
+	switch *pf.OutputFormat {
+	case "", "wide":
+		fmt.Fprint(streams.Out, v.header)
+		if len(v.table.Rows) == 0 {
+			if v.header == "" {
+				fmt.Fprintln(streams.ErrOut, "Nothing found.")
+			}
+			return nil
+		}
+		return printers.NewTablePrinter(printers.PrintOptions{Wide: *pf.OutputFormat == "wide"}).PrintObj(v.table, streams.Out)
+	case "name":
+		for _, n := range v.names {
+			fmt.Fprintln(streams.Out, n)
+		}
+		return nil
 	}
 	p, err := pf.ToPrinter()
 	if err != nil {
 		return err
 	}
-	obj, err := Report(kind, body)
+	obj, err := Report(v.kind, v.body)
 	if err != nil {
 		return err
 	}

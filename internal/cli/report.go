@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -43,10 +44,15 @@ type AccessReport struct {
 	Access    []AccessRow `json:"access"`
 }
 
-func columns(names ...string) []metav1.TableColumnDefinition {
-	out := make([]metav1.TableColumnDefinition, len(names))
-	for i, n := range names {
-		out[i] = metav1.TableColumnDefinition{Name: n, Type: "string"}
+// columns defines a table's columns; those after wide are shown only with
+// -o wide.
+func columns(names []string, wide ...string) []metav1.TableColumnDefinition {
+	out := make([]metav1.TableColumnDefinition, 0, len(names)+len(wide))
+	for _, n := range names {
+		out = append(out, metav1.TableColumnDefinition{Name: n, Type: "string"})
+	}
+	for _, n := range wide {
+		out = append(out, metav1.TableColumnDefinition{Name: n, Type: "string", Priority: 1})
 	}
 	return out
 }
@@ -62,14 +68,14 @@ func row(cells ...string) metav1.TableRow {
 // StatusTable is the status report as one table: per extension a line for
 // the extension itself, one per API, one per role and one per grant.
 func StatusTable(report []ExtensionStatus) *metav1.Table {
-	t := &metav1.Table{ColumnDefinitions: columns("EXTENSION", "MODE", "KIND", "NAME", "DETAIL", "STATUS")}
+	t := &metav1.Table{ColumnDefinitions: columns([]string{"EXTENSION", "MODE", "KIND", "NAME", "DETAIL", "STATUS"}, "SUBJECTS")}
 	for _, e := range report {
 		mode := e.Mode
 		if e.ModeFromDefault {
 			mode += " (default)"
 		}
-		add := func(kind, name, detail, status string) {
-			t.Rows = append(t.Rows, row(e.Name, mode, kind, name, detail, status))
+		add := func(kind, name, detail, status string, subjects ...string) {
+			t.Rows = append(t.Rows, row(e.Name, mode, kind, name, detail, status, strings.Join(subjects, ", ")))
 		}
 		add("ClusterExtension", e.Name, plural(len(e.APIs), "API"), "RBACManaged="+e.RBACManaged+" "+e.Reason)
 		for _, a := range e.APIs {
@@ -90,17 +96,40 @@ func StatusTable(report []ExtensionStatus) *metav1.Table {
 			add("ClusterRole", r.Name, detail, status)
 		}
 		for _, g := range e.Grants {
-			add(g.Kind, g.Name, g.Access+" "+g.Where, "Ready="+g.Ready+" "+g.Reason)
+			add(g.Kind, g.Name, g.Access+" "+g.Where, "Ready="+g.Ready+" "+g.Reason, g.Subjects...)
 		}
 	}
 	return t
 }
 
-// AccessTable is the access report as a table.
+// AccessTable is the access report as a table; -o wide adds the verbs and
+// the bindings.
 func AccessTable(rows []AccessRow) *metav1.Table {
-	t := &metav1.Table{ColumnDefinitions: columns("NAMESPACE", "SUBJECT", "API", "ACCESS", "VIA")}
+	t := &metav1.Table{ColumnDefinitions: columns([]string{"NAMESPACE", "SUBJECT", "API", "ACCESS", "VIA"}, "VERBS", "BINDINGS")}
 	for _, r := range rows {
-		t.Rows = append(t.Rows, row(r.Namespace, r.Subject, r.API, Describe(r), strings.Join(r.Via, "; ")))
+		t.Rows = append(t.Rows, row(r.Namespace, r.Subject, r.API, Describe(r), strings.Join(r.Via, "; "),
+			strings.Join(r.Verbs, ","), strings.Join(r.Bindings, ", ")))
+	}
+	return t
+}
+
+// CanTable is the reverse lookup as a table; -o wide adds the verbs and
+// the bindings.
+func CanTable(rows []AccessRow) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: columns([]string{"EXTENSION", "NAMESPACE", "API", "ACCESS", "VIA"}, "VERBS", "BINDINGS")}
+	for _, r := range rows {
+		t.Rows = append(t.Rows, row(r.Extension, r.Namespace, r.API, Describe(r), strings.Join(r.Via, "; "),
+			strings.Join(r.Verbs, ","), strings.Join(r.Bindings, ", ")))
+	}
+	return t
+}
+
+// PlanTable is a plan's changes as a table; -o wide adds what an update
+// changes (a ClusterRole's rules) and for which object.
+func PlanTable(changes []Change) *metav1.Table {
+	t := &metav1.Table{ColumnDefinitions: columns([]string{"NAMESPACE", "ACTION", "KIND", "NAME", "ROLE", "SUBJECTS"}, "DETAIL", "FOR")}
+	for _, c := range changes {
+		t.Rows = append(t.Rows, row(cmp.Or(c.Namespace, "(cluster)"), c.Action, c.Kind, c.Name, c.Role, strings.Join(c.Subjects, ", "), c.Detail, c.Owner))
 	}
 	return t
 }

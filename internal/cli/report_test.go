@@ -44,7 +44,7 @@ func TestOutput(t *testing.T) {
 			pf := printFlags()
 			*pf.OutputFormat = tc.format
 			var out bytes.Buffer
-			err := output(pf, genericiooptions.IOStreams{Out: &out}, AccessTable(rows), "AccessReport", AccessReport{Extension: "argocd", Access: rows})
+			err := output(pf, genericiooptions.IOStreams{Out: &out}, view{table: AccessTable(rows), kind: "AccessReport", body: AccessReport{Extension: "argocd", Access: rows}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -68,6 +68,8 @@ type Grant struct {
 	Ready   string `json:"ready"`
 	Reason  string `json:"reason"`
 	Message string `json:"message,omitempty"`
+	// Subjects are who the grant binds (the policy's, or the template's).
+	Subjects []string `json:"subjects,omitempty"`
 }
 
 // ExtensionStatus is the status report of one ClusterExtension.
@@ -219,7 +221,7 @@ func extensionGrants(s *Snapshot, extension string) []Grant {
 			continue
 		}
 		g := Grant{Kind: "RBACPolicy", Name: p.Name, Access: string(p.Spec.Access),
-			Where: where(p.Status.Scope, p.Status.BoundNamespaces, p.Status.BoundNamespaceCount)}
+			Where: where(p.Status.Scope, p.Status.BoundNamespaces, p.Status.BoundNamespaceCount), Subjects: subjectStrings(p.Spec.Subjects)}
 		g.Ready, g.Reason, g.Message = ready(p.Status.Conditions)
 		out = append(out, g)
 		si, ok := instances[p.Status.ScopeInstanceName]
@@ -227,7 +229,7 @@ func extensionGrants(s *Snapshot, extension string) []Grant {
 			continue
 		}
 		ig := Grant{Kind: "ScopeInstance", Name: si.Name, Access: string(p.Spec.Access),
-			Where: where(si.Status.Scope, si.Status.BoundNamespaces, si.Status.BoundNamespaceCount)}
+			Where: where(si.Status.Scope, si.Status.BoundNamespaces, si.Status.BoundNamespaceCount), Subjects: g.Subjects}
 		ig.Ready, ig.Reason, ig.Message = ready(si.Status.Conditions)
 		out = append(out, ig)
 	}
@@ -245,7 +247,9 @@ func instanceGrants(s *Snapshot, apis []API) []Grant {
 		}
 	}
 	bound := map[string][]string{} // template -> role kinds it binds
+	subj := map[string][]string{}  // template -> its subjects
 	for _, t := range s.Templates {
+		subj[t.Name] = subjectStrings(t.Spec.BindingTemplate.Subjects)
 		if ownership.ControllerName(t.OwnerReferences, ownership.KindRBACPolicy) != "" {
 			continue
 		}
@@ -262,7 +266,7 @@ func instanceGrants(s *Snapshot, apis []API) []Grant {
 			continue
 		}
 		g := Grant{Kind: "ScopeInstance", Name: si.Name, Access: strings.Join(roles, "+"),
-			Where: where(si.Status.Scope, si.Status.BoundNamespaces, si.Status.BoundNamespaceCount)}
+			Where: where(si.Status.Scope, si.Status.BoundNamespaces, si.Status.BoundNamespaceCount), Subjects: subj[si.Spec.ScopeTemplateName]}
 		g.Ready, g.Reason, g.Message = ready(si.Status.Conditions)
 		out = append(out, g)
 	}

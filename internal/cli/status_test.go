@@ -137,17 +137,17 @@ func TestStatusTable(t *testing.T) {
 	table := StatusTable([]ExtensionStatus{{Name: "db", Mode: "Unmanaged", ModeFromDefault: true, RBACManaged: "False", Reason: "Unmanaged",
 		APIs:   []API{{CRD: "clusters.db.io", Scope: ScopeCluster}},
 		Roles:  []Role{{Name: "clusters.db.io-edit", Source: SourceConflict}},
-		Grants: []Grant{{Kind: "RBACPolicy", Name: "p", Access: "view", Where: "cluster-wide", Ready: "True", Reason: "Bound"}},
+		Grants: []Grant{{Kind: "RBACPolicy", Name: "p", Access: "view", Where: "cluster-wide", Ready: "True", Reason: "Bound", Subjects: []string{"Group devs"}}},
 	}})
 	var got [][]any
 	for _, r := range table.Rows {
 		got = append(got, r.Cells)
 	}
 	want := [][]any{
-		{"db", "Unmanaged (default)", "ClusterExtension", "db", "1 API", "RBACManaged=False Unmanaged"},
-		{"db", "Unmanaged (default)", "API", "clusters.db.io", "Cluster", ""},
-		{"db", "Unmanaged (default)", "ClusterRole", "clusters.db.io-edit", "conflict", "Conflict"},
-		{"db", "Unmanaged (default)", "RBACPolicy", "p", "view cluster-wide", "Ready=True Bound"},
+		{"db", "Unmanaged (default)", "ClusterExtension", "db", "1 API", "RBACManaged=False Unmanaged", ""},
+		{"db", "Unmanaged (default)", "API", "clusters.db.io", "Cluster", "", ""},
+		{"db", "Unmanaged (default)", "ClusterRole", "clusters.db.io-edit", "conflict", "Conflict", ""},
+		{"db", "Unmanaged (default)", "RBACPolicy", "p", "view cluster-wide", "Ready=True Bound", "Group devs"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("StatusTable (-want +got):\n%s", d)

@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+
+	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+)
+
+// Decode reads the RBACPolicies, ScopeTemplates and ScopeInstances of a
+// YAML or JSON stream (documents separated by ---, or a List). Any other
+// kind is an error.
+func Decode(r io.Reader, scheme *runtime.Scheme) ([]client.Object, error) {
+	dec := yaml.NewYAMLOrJSONDecoder(r, 4096)
+	var out []client.Object
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("reading the file: %w", err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		items := []unstructured.Unstructured{*u}
+		if u.IsList() {
+			list, err := u.ToList()
+			if err != nil {
+				return nil, fmt.Errorf("reading the file: %w", err)
+			}
+			items = list.Items
+		}
+		for _, item := range items {
+			gvk := item.GroupVersionKind()
+			if gvk.GroupVersion() != oriav1alpha1.GroupVersion {
+				return nil, fmt.Errorf("%s %q: plan takes RBACPolicies, ScopeTemplates and ScopeInstances (%s)", gvk.Kind, item.GetName(), oriav1alpha1.GroupVersion)
+			}
+			obj, err := scheme.New(gvk)
+			if err != nil {
+				return nil, fmt.Errorf("%s %q: %w", gvk.Kind, item.GetName(), err)
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(item.Object, obj, true); err != nil {
+				return nil, fmt.Errorf("%s %q: %w", gvk.Kind, item.GetName(), err)
+			}
+			co, ok := obj.(client.Object)
+			if !ok || co.GetName() == "" {
+				return nil, fmt.Errorf("%s: every object needs a name", gvk.Kind)
+			}
+			out = append(out, co)
+		}
+	}
+}
+
+// Proposed returns obj as applying it would store it, and the operation:
+// create when no object of its kind and name exists, else update, the
+// existing object with obj's spec and obj's labels and annotations added.
+func Proposed(ctx context.Context, c client.Reader, obj client.Object) (client.Object, string, error) {
+	existing := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		if apierrors.IsNotFound(err) {
+			return obj, ActionCreate, nil
+		}
+		return nil, "", fmt.Errorf("reading %s %q: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+	}
+	switch e := existing.(type) {
+	case *oriav1alpha1.RBACPolicy:
+		e.Spec = obj.(*oriav1alpha1.RBACPolicy).Spec
+	case *oriav1alpha1.ScopeTemplate:
+		e.Spec = obj.(*oriav1alpha1.ScopeTemplate).Spec
+	case *oriav1alpha1.ScopeInstance:
+		e.Spec = obj.(*oriav1alpha1.ScopeInstance).Spec
+	}
+	existing.SetLabels(merge(existing.GetLabels(), obj.GetLabels()))
+	existing.SetAnnotations(merge(existing.GetAnnotations(), obj.GetAnnotations()))
+	existing.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	return existing, ActionUpdate, nil
+}
+
+func merge(a, b map[string]string) map[string]string {
+	if len(b) == 0 {
+		return a
+	}
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, b)
+	return out
+}
+
+// DryRun asks the API server to create or update obj without persisting it
+// (the admission webhooks, oria's escalation guard among them, run on dry
+// runs) and returns the verdict, with the object as the server would store
+// it when admitted (its defaults applied), else obj.
+func DryRun(ctx context.Context, c client.Client, obj client.Object, operation string) (PlannedObject, client.Object) {
+	v := PlannedObject{Kind: obj.GetObjectKind().GroupVersionKind().Kind, Name: obj.GetName(), Operation: operation}
+	o := obj.DeepCopyObject().(client.Object)
+	var err error
+	if operation == ActionCreate {
+		err = c.Create(ctx, o, client.DryRunAll)
+	} else {
+		err = c.Update(ctx, o, client.DryRunAll)
+	}
+	if err != nil {
+		v.Message = err.Error()
+		return v, obj
+	}
+	v.Admitted = true
+	o.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+	return v, o
+}
+
+// ReadPlanState reads what Plan needs: namespaces, ClusterExtensions and
+// their CRDs, ScopeTemplates, ScopeInstances, ClusterRoles and oria's
+// bindings (those labelled with their ScopeInstance).
+func ReadPlanState(ctx context.Context, c client.Reader) (*PlanState, error) {
+	st := &PlanState{CRDOwner: map[string]string{}}
+	var (
+		nss   corev1.NamespaceList
+		exts  ocv1.ClusterExtensionList
+		crds  apiextensionsv1.CustomResourceDefinitionList
+		tmpls oriav1alpha1.ScopeTemplateList
+		insts oriav1alpha1.ScopeInstanceList
+		crs   rbacv1.ClusterRoleList
+		rbs   rbacv1.RoleBindingList
+		crbs  rbacv1.ClusterRoleBindingList
+	)
+	labelled := client.HasLabels{oriav1alpha1.LabelScopeInstance}
+	for _, l := range []listing{
+		{name: "Namespaces", list: &nss},
+		{name: "ClusterExtensions", list: &exts},
+		{name: "CustomResourceDefinitions", list: &crds, opts: []client.ListOption{client.HasLabels{oriav1alpha1.LabelOLMOwnerName}}},
+		{name: "ScopeTemplates", list: &tmpls},
+		{name: "ScopeInstances", list: &insts},
+		{name: "ClusterRoles", list: &crs},
+		{name: "RoleBindings", list: &rbs, opts: []client.ListOption{labelled}},
+		{name: "ClusterRoleBindings", list: &crbs, opts: []client.ListOption{labelled}},
+	} {
+		if err := c.List(ctx, l.list, l.opts...); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", l.name, err)
+		}
+	}
+	for _, ns := range nss.Items {
+		st.Namespaces = append(st.Namespaces, binding.Namespace{Name: ns.Name, Labels: ns.Labels, Terminating: ns.DeletionTimestamp != nil})
+	}
+	st.Extensions, st.Templates, st.Instances = exts.Items, tmpls.Items, insts.Items
+	st.ClusterRoles, st.RoleBindings, st.ClusterRoleBindings = crs.Items, rbs.Items, crbs.Items
+	for _, e := range exts.Items {
+		for _, api := range ExtensionAPIs(crds.Items, e.Name) {
+			st.CRDs, st.CRDOwner[api.CRD] = append(st.CRDs, api), e.Name
+		}
+	}
+	return st, nil
+}
+
+// PlanFile plans the objects of a file: for each, what applying it does
+// (create or update) and the guard's verdict on a dry run, then what it
+// grants (Plan) against the cluster as it is.
+func PlanFile(ctx context.Context, c client.Client, objs []client.Object) (*PlanReport, error) {
+	var proposed []client.Object
+	var verdicts []PlannedObject
+	for _, obj := range objs {
+		o, op, err := Proposed(ctx, c, obj)
+		if err != nil {
+			return nil, err
+		}
+		v, stored := DryRun(ctx, c, o, op)
+		verdicts, proposed = append(verdicts, v), append(proposed, stored)
+	}
+	st, err := ReadPlanState(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	report := Plan(st, proposed, verdicts)
+	return &report, nil
+}
