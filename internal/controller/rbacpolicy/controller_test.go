@@ -101,10 +101,14 @@ func TestUnmanagedExtensionRevokes(t *testing.T) {
 	testutil.SetRBACMode(t, k8sClient, ext.Name, oriav1alpha1.RBACModeLegacy)
 	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
 
-	// An invalid mode changes nothing.
+	// An invalid mode changes nothing, and the policy says so (not that the
+	// extension is unmanaged: its grants stay in force).
+	markInstance(t, p.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound, "bound", "team-a")
+	waitReady(t, p.Name, oriav1alpha1.ReasonBound)
 	testutil.SetRBACMode(t, k8sClient, ext.Name, "Sometimes")
-	got = waitReady(t, p.Name, oriav1alpha1.ReasonExtensionUnmanaged)
-	assert.Contains(t, readyMessage(got), "invalid")
+	got = waitReady(t, p.Name, oriav1alpha1.ReasonInvalidMode)
+	assert.Contains(t, readyMessage(got), `invalid oria.operatorframework.io/rbac-mode annotation "Sometimes"`)
+	assert.Contains(t, readyMessage(got), "in force: view access in 1 namespaces")
 	getTemplate(t, p.Name)
 
 	testutil.SetRBACMode(t, k8sClient, ext.Name, oriav1alpha1.RBACModeUnmanaged)

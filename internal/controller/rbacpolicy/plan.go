@@ -83,8 +83,8 @@ func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 	mode, valid := oriav1alpha1.EffectiveRBACMode(ext.Annotations, r.DefaultMode)
 	switch {
 	case !valid:
-		return keep(oriav1alpha1.ReasonExtensionUnmanaged,
-			fmt.Sprintf("ClusterExtension %q has an invalid %s annotation %q; existing grants are left unchanged until it is fixed",
+		return keep(oriav1alpha1.ReasonInvalidMode,
+			fmt.Sprintf("ClusterExtension %q has an invalid %s annotation %q (Legacy, FineGrained or Unmanaged, case-sensitive); the grants in force are left unchanged until it is fixed",
 				ext.Name, oriav1alpha1.AnnotationRBACMode, ext.Annotations[oriav1alpha1.AnnotationRBACMode]))
 	case mode == oriav1alpha1.RBACModeUnmanaged:
 		// Unmanaged means nobody but what the admin set up by hand: a

@@ -35,7 +35,12 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 	}
 	switch p.decision {
 	case decisionKeep:
-		ready(metav1.ConditionFalse, p.reason, p.message)
+		msg := p.message
+		if st.Scope != "" {
+			// Say what stays in force (the compiled objects are kept).
+			msg += fmt.Sprintf(" (in force: %s access %s)", policy.Spec.Access, describeBound(st))
+		}
+		ready(metav1.ConditionFalse, p.reason, msg)
 		return st
 	case decisionRevoke:
 		st.APIs, st.Scope, st.BoundNamespaces, st.BoundNamespaceCount = nil, "", nil, 0
