@@ -52,6 +52,8 @@ type Candidate struct {
 	// Binding is the binding: "RoleBinding <namespace>/<name>" or
 	// "ClusterRoleBinding <name>".
 	Binding string
+	// APIs are the CRD names of the APIs the binding's role has a rule on.
+	APIs []string
 	// Controller is set for a Kubernetes controller (a system: user or a
 	// kube-system ServiceAccount) bound by Kubernetes' default policy (a
 	// binding labelled kubernetes.io/bootstrapping=rbac-defaults), which
@@ -94,22 +96,24 @@ var legacyRoles = map[string]bool{"admin": true, "edit": true, "view": true}
 // aggregation controller wrote), sorted. Only RoleBindings in namespace
 // count when it is set.
 func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
-	covers := func(rules []rbacv1.PolicyRule) bool {
-		for _, r := range rules {
-			for _, api := range apis {
+	covers := func(rules []rbacv1.PolicyRule) []string {
+		var out []string
+		for _, api := range apis {
+			for _, r := range rules {
 				if (slices.Contains(r.APIGroups, api.Group) || slices.Contains(r.APIGroups, "*")) &&
 					(slices.Contains(r.Resources, api.Resource) || slices.Contains(r.Resources, "*")) && len(r.Verbs) > 0 {
-					return true
+					out = append(out, api.CRD)
+					break
 				}
 			}
 		}
-		return false
+		return out
 	}
-	clusterRoles := map[string]bool{}
+	clusterRoles := map[string][]string{}
 	for _, cr := range s.ClusterRoles {
 		clusterRoles[cr.Name] = covers(cr.Rules)
 	}
-	roles := map[string]bool{}
+	roles := map[string][]string{}
 	for _, r := range s.Roles {
 		roles[r.Namespace+"/"+r.Name] = covers(r.Rules)
 	}
@@ -119,10 +123,11 @@ func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
 	}
 	var out []Candidate
 	for _, b := range s.ClusterRoleBindings {
-		if b.RoleRef.Kind == "ClusterRole" && clusterRoles[b.RoleRef.Name] {
+		if covered := clusterRoles[b.RoleRef.Name]; b.RoleRef.Kind == "ClusterRole" && len(covered) > 0 {
 			via := via("ClusterRoleBinding", &b.ObjectMeta, b.RoleRef, instances)
 			for _, sub := range b.Subjects {
-				out = append(out, Candidate{Subject: sub, Via: via, Binding: "ClusterRoleBinding " + b.Name, Controller: controller(&b.ObjectMeta, sub)})
+				out = append(out, Candidate{Subject: sub, Via: via, Binding: "ClusterRoleBinding " + b.Name, APIs: covered,
+					Controller: controller(&b.ObjectMeta, sub)})
 			}
 		}
 	}
@@ -130,13 +135,17 @@ func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
 		if namespace != "" && b.Namespace != namespace {
 			continue
 		}
-		if (b.RoleRef.Kind == "ClusterRole" && clusterRoles[b.RoleRef.Name]) || (b.RoleRef.Kind == "Role" && roles[b.Namespace+"/"+b.RoleRef.Name]) {
+		covered := clusterRoles[b.RoleRef.Name]
+		if b.RoleRef.Kind == "Role" {
+			covered = roles[b.Namespace+"/"+b.RoleRef.Name]
+		}
+		if len(covered) > 0 && (b.RoleRef.Kind == "ClusterRole" || b.RoleRef.Kind == "Role") {
 			via := via("RoleBinding", &b.ObjectMeta, b.RoleRef, instances)
 			for _, sub := range b.Subjects {
 				if sub.Kind == rbacv1.ServiceAccountKind && sub.Namespace == "" {
 					sub.Namespace = b.Namespace
 				}
-				out = append(out, Candidate{Subject: sub, Namespace: b.Namespace, Via: via,
+				out = append(out, Candidate{Subject: sub, Namespace: b.Namespace, Via: via, APIs: covered,
 					Binding: "RoleBinding " + b.Namespace + "/" + b.Name, Controller: controller(&b.ObjectMeta, sub)})
 			}
 		}
@@ -145,7 +154,9 @@ func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(SubjectString(a.Subject), SubjectString(b.Subject)),
 			cmp.Compare(a.Via, b.Via), cmp.Compare(a.Binding, b.Binding))
 	})
-	return slices.Compact(out)
+	return slices.CompactFunc(out, func(a, b Candidate) bool {
+		return a.Subject == b.Subject && a.Namespace == b.Namespace && a.Via == b.Via && a.Binding == b.Binding
+	})
 }
 
 // via names what a binding is: oria's binding for a ScopeInstance (of an

@@ -66,14 +66,15 @@ func TestCandidates(t *testing.T) {
 				ownership.Ref(ownership.KindRBACPolicy, "devs-view", "uid3")}}},
 		},
 	}
+	onlyApps := []string{apps.CRD}
 	want := []Candidate{
-		{Subject: alice, Via: "ClusterRoleBinding admins -> ClusterRole cluster-admin", Binding: "ClusterRoleBinding admins"},
-		{Subject: devs, Namespace: "team-a", Via: "RBACPolicy devs-view", Binding: "RoleBinding team-a/rbacpolicy-devs-view-x"},
+		{Subject: alice, Via: "ClusterRoleBinding admins -> ClusterRole cluster-admin", APIs: onlyApps, Binding: "ClusterRoleBinding admins"},
+		{Subject: devs, Namespace: "team-a", Via: "RBACPolicy devs-view", APIs: onlyApps, Binding: "RoleBinding team-a/rbacpolicy-devs-view-x"},
 		{Subject: rbacv1.Subject{Kind: rbacv1.UserKind, Name: "bob"}, Namespace: "team-a", Via: "Legacy aggregation: RoleBinding team-a/bob-view -> view",
-			Binding: "RoleBinding team-a/bob-view"},
-		{Subject: robot, Namespace: "team-b", Via: "Legacy aggregation: RoleBinding team-b/robot -> view", Binding: "RoleBinding team-b/robot"},
-		{Subject: alice, Namespace: "team-b", Via: "ScopeInstance scoped", Binding: "RoleBinding team-b/si-binding"},
-		{Subject: devs, Namespace: "team-c", Via: "RoleBinding team-c/local -> Role apps", Binding: "RoleBinding team-c/local"},
+			APIs: onlyApps, Binding: "RoleBinding team-a/bob-view"},
+		{Subject: robot, Namespace: "team-b", Via: "Legacy aggregation: RoleBinding team-b/robot -> view", APIs: onlyApps, Binding: "RoleBinding team-b/robot"},
+		{Subject: alice, Namespace: "team-b", Via: "ScopeInstance scoped", APIs: onlyApps, Binding: "RoleBinding team-b/si-binding"},
+		{Subject: devs, Namespace: "team-c", Via: "RoleBinding team-c/local -> Role apps", APIs: onlyApps, Binding: "RoleBinding team-c/local"},
 	}
 	sortCands := func(c []Candidate) []Candidate {
 		slices.SortFunc(c, func(a, b Candidate) int {
@@ -146,11 +147,11 @@ func TestConfirm(t *testing.T) {
 	grant(az, robot, "team-b", "applications", "get", "list") // partial
 	// bob's binding grants nothing the authorizer confirms: no row.
 	cands := []Candidate{
-		{Subject: alice, Via: "ClusterRoleBinding admins -> ClusterRole cluster-admin"},
-		{Subject: alice, Namespace: "team-a", Via: "RoleBinding team-a/x -> ClusterRole y"},
-		{Subject: devs, Namespace: "team-a", Via: "RBACPolicy devs-edit"},
-		{Subject: rbacv1.Subject{Kind: rbacv1.UserKind, Name: "bob"}, Namespace: "team-a", Via: "Legacy aggregation: RoleBinding team-a/bob-view -> view"},
-		{Subject: robot, Namespace: "team-b", Via: "Legacy aggregation: RoleBinding team-b/robot -> view"},
+		{Subject: alice, Via: "ClusterRoleBinding admins -> ClusterRole cluster-admin", APIs: []string{apps.CRD, clusters.CRD}},
+		{Subject: alice, Namespace: "team-a", Via: "RoleBinding team-a/x -> ClusterRole y", APIs: []string{apps.CRD}},
+		{Subject: devs, Namespace: "team-a", Via: "RBACPolicy devs-edit", APIs: []string{apps.CRD}},
+		{Subject: rbacv1.Subject{Kind: rbacv1.UserKind, Name: "bob"}, Namespace: "team-a", Via: "Legacy aggregation: RoleBinding team-a/bob-view -> view", APIs: []string{apps.CRD}},
+		{Subject: robot, Namespace: "team-b", Via: "Legacy aggregation: RoleBinding team-b/robot -> view", APIs: []string{apps.CRD}},
 	}
 	got, err := Confirm(context.Background(), az, cands, []API{apps, clusters}, "")
 	if err != nil {
@@ -179,10 +180,10 @@ func TestConfirm(t *testing.T) {
 		t.Errorf("Confirm -n team-z (-want +got):\n%s", d)
 	}
 
-	if _, err := Confirm(context.Background(), az, []Candidate{{Subject: rbacv1.Subject{Kind: "Broken"}}}, []API{apps}, ""); err == nil {
+	if _, err := Confirm(context.Background(), az, []Candidate{{Subject: rbacv1.Subject{Kind: "Broken"}, APIs: []string{apps.CRD}}}, []API{apps}, ""); err == nil {
 		t.Error("Confirm: a subject of unknown kind is not an error")
 	}
-	if _, err := Confirm(context.Background(), az, []Candidate{{Subject: testUser("broken")}}, []API{apps}, ""); err == nil {
+	if _, err := Confirm(context.Background(), az, []Candidate{{Subject: testUser("broken"), APIs: []string{apps.CRD}}}, []API{apps}, ""); err == nil {
 		t.Error("Confirm: an authorizer error is not returned")
 	}
 }

@@ -123,6 +123,9 @@ func group(cands []Candidate, apis []API, namespace string, who func(Candidate) 
 	}
 	for _, api := range apis {
 		for _, c := range cands {
+			if !slices.Contains(c.APIs, api.CRD) {
+				continue
+			}
 			var err error
 			switch {
 			case api.Scope == ScopeCluster:
@@ -143,7 +146,7 @@ func group(cands []Candidate, apis []API, namespace string, who func(Candidate) 
 	// about: name it there too.
 	for _, api := range apis {
 		for _, c := range cands {
-			if c.Namespace != "" || api.Scope == ScopeCluster {
+			if c.Namespace != "" || api.Scope == ScopeCluster || !slices.Contains(c.APIs, api.CRD) {
 				continue
 			}
 			subject, _, via, _ := who(c)

@@ -154,8 +154,8 @@ func Plan(st *PlanState, objs []client.Object, verdicts []PlannedObject) PlanRep
 				continue
 			}
 			name := policymodel.ObjectName(o.Name)
-			p.compiled(ownership.KindScopeTemplate, name, o.Name, t, p.templates[name])
-			p.compiled(ownership.KindScopeInstance, name, o.Name, si, p.instances[name])
+			p.compiled(ownership.KindScopeTemplate, name, o.Name, asObject(t), asObject(p.templates[name]))
+			p.compiled(ownership.KindScopeInstance, name, o.Name, asObject(si), asObject(p.instances[name]))
 			changedTemplates[name], changedInstances[name] = true, true
 			if t == nil {
 				delete(p.templates, name)
@@ -286,6 +286,17 @@ func (p *planner) compiled(kind, name, policy string, want, have client.Object) 
 	default:
 		p.report.Unchanged++
 	}
+}
+
+// asObject is o as a client.Object, nil when o is a nil pointer.
+func asObject[T any, P interface {
+	*T
+	client.Object
+}](o P) client.Object {
+	if o == nil {
+		return nil
+	}
+	return o
 }
 
 func specOf(o client.Object) any {
