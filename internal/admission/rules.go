@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -75,6 +76,23 @@ func (r *RulesReviewer) Rules(ctx context.Context, user authenticationv1.UserInf
 type userRules struct {
 	rules    map[string][]rbacv1.PolicyRule
 	complete map[string]bool
+	// key is a canonical form of each namespace's rules: a user usually
+	// holds the same rules in many namespaces (admin of each), and what
+	// they cover is worked out once per distinct rule set (memo).
+	key  map[string]string
+	memo map[coverage]coverResult
+}
+
+// coverage is one question to rbacvalidation.Covers.
+type coverage struct {
+	rules, role string
+	clusterWide bool
+}
+
+type coverResult struct {
+	bind      bool
+	covered   bool
+	uncovered []rbacv1.PolicyRule
 }
 
 // rulesIn reads the rules of user in namespaces (nil when the Authorizer
@@ -83,7 +101,7 @@ func (a *Authorizer) rulesIn(ctx context.Context, user authenticationv1.UserInfo
 	if a.Rules == nil || len(namespaces) == 0 {
 		return nil, nil
 	}
-	out := &userRules{rules: map[string][]rbacv1.PolicyRule{}, complete: map[string]bool{}}
+	out := &userRules{rules: map[string][]rbacv1.PolicyRule{}, complete: map[string]bool{}, key: map[string]string{}, memo: map[coverage]coverResult{}}
 	var (
 		mu     sync.Mutex
 		errs   []error
@@ -102,7 +120,8 @@ func (a *Authorizer) rulesIn(ctx context.Context, user authenticationv1.UserInfo
 				errs = append(errs, err)
 				return
 			}
-			out.rules[ns], out.complete[ns] = rules, complete
+			key, _ := json.Marshal(rules)
+			out.rules[ns], out.complete[ns], out.key[ns] = rules, complete, string(key)
 		}()
 	}
 	wg.Wait()
@@ -118,38 +137,51 @@ func (a *Authorizer) rulesIn(ctx context.Context, user authenticationv1.UserInfo
 // role. ok is false when the rules are incomplete and do not settle it
 // (SubjectAccessReviews must then).
 func (a *Authorizer) decide(u *userRules, g binding.Grant, rules []rbacv1.PolicyRule, absent bool) (d *Denial, ok bool) {
-	have := u.rules[g.Namespace]
-	bind := rbacv1.PolicyRule{Verbs: []string{"bind"}, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{g.Role}}
-	if covered, _ := rbacvalidation.Covers(have, []rbacv1.PolicyRule{bind}); covered {
+	c := u.cover(g, rules)
+	switch {
+	case c.bind:
 		return nil, true
-	}
-	if absent {
+	case absent:
 		return &Denial{Verb: "bind", Grant: g, Absent: true}, u.complete[g.Namespace]
-	}
-	granted := rules
-	if !g.ClusterWide() {
-		// A RoleBinding grants no non-resource URLs.
-		granted = nil
-		for _, r := range rules {
-			if len(r.NonResourceURLs) == 0 {
-				granted = append(granted, r)
-			}
-		}
-	}
-	covered, uncovered := rbacvalidation.Covers(have, granted)
-	if covered {
+	case c.covered:
 		return nil, true
-	}
-	if !u.complete[g.Namespace] {
+	case !u.complete[g.Namespace]:
 		return nil, false
 	}
-	missing := Expand(uncovered, g.Namespace)
+	missing := Expand(c.uncovered, g.Namespace)
 	limit := orDefault(a.MaxMissing, DefaultMaxMissing)
 	d = &Denial{Verb: "bind", Grant: g, Missing: missing, More: len(missing) > limit}
 	if len(missing) > limit {
 		d.Missing = missing[:limit]
 	}
 	return d, true
+}
+
+// cover compares the user's rules where g binds with "bind" on g's role and
+// with the role's rules (less non-resource URLs in a namespace: a
+// RoleBinding grants none), once per distinct rule set and role.
+func (u *userRules) cover(g binding.Grant, rules []rbacv1.PolicyRule) coverResult {
+	k := coverage{rules: u.key[g.Namespace], role: g.Role, clusterWide: g.ClusterWide()}
+	if c, ok := u.memo[k]; ok {
+		return c
+	}
+	have := u.rules[g.Namespace]
+	var c coverResult
+	bind := rbacv1.PolicyRule{Verbs: []string{"bind"}, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{g.Role}}
+	if c.bind, _ = rbacvalidation.Covers(have, []rbacv1.PolicyRule{bind}); !c.bind {
+		granted := rules
+		if !g.ClusterWide() {
+			granted = nil
+			for _, r := range rules {
+				if len(r.NonResourceURLs) == 0 {
+					granted = append(granted, r)
+				}
+			}
+		}
+		c.covered, c.uncovered = rbacvalidation.Covers(have, granted)
+	}
+	u.memo[k] = c
+	return c
 }
 
 // nowhere returns a random namespace name that no namespace has.
