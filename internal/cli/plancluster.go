@@ -185,6 +185,11 @@ func PlanFile(ctx context.Context, c client.Client, objs []client.Object) (*Plan
 		verdicts, proposed = append(verdicts, v), append(proposed, stored)
 	}
 	st, err := ReadPlanState(ctx, c)
+	if apierrors.IsForbidden(err) {
+		// The verdicts stand; what the change writes cannot be computed.
+		return &PlanReport{Objects: verdicts, Changes: []Change{},
+			Notes: []string{err.Error() + ": the ClusterRoles and bindings the change writes are not computed"}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
