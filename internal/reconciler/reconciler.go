@@ -14,12 +14,16 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/status"
 )
 
@@ -145,4 +149,37 @@ func Requests(ctx context.Context, c client.Reader, list client.ObjectList, opts
 		}
 	}
 	return reqs
+}
+
+// WarnOnTransition wraps a Steps.Patch of one of oria's kinds: once the
+// status is written, a Ready condition that has just entered a state the
+// user should look at (not True, a new reason; Progressing is only a
+// moment, and a Conflict is warned about where it is found) is recorded as
+// one Warning event with that reason and message. Nothing is recorded
+// while the condition stays as it was, nor for a write held back.
+func WarnOnTransition[T client.Object](rec events.EventRecorder, conditions func(T) []metav1.Condition,
+	patch func(context.Context, T, T) (time.Duration, error)) func(context.Context, T, T) (time.Duration, error) {
+	return func(ctx context.Context, before, after T) (time.Duration, error) {
+		hold, err := patch(ctx, before, after)
+		if err != nil || hold > 0 || rec == nil {
+			return hold, err
+		}
+		if c := enteredTrouble(conditions(before), conditions(after)); c != nil {
+			rec.Eventf(after, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
+		}
+		return hold, nil
+	}
+}
+
+// enteredTrouble returns the Ready condition of after when it differs in
+// status or reason from before's and is one to warn about.
+func enteredTrouble(before, after []metav1.Condition) *metav1.Condition {
+	now := meta.FindStatusCondition(after, oriav1alpha1.TypeReady)
+	if now == nil || now.Status == metav1.ConditionTrue || now.Reason == oriav1alpha1.ReasonProgressing || now.Reason == oriav1alpha1.ReasonConflict {
+		return nil
+	}
+	if was := meta.FindStatusCondition(before, oriav1alpha1.TypeReady); was != nil && was.Status == now.Status && was.Reason == now.Reason {
+		return nil
+	}
+	return now
 }

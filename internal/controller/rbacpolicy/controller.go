@@ -174,7 +174,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Status: func(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err error) {
 			policy.Status = computeStatus(policy, p, out, err)
 		},
-		Patch: reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.RBACPolicy) any { return o.Status }),
+		Patch: reconciler.WarnOnTransition(r.Recorder, func(o *oriav1alpha1.RBACPolicy) []metav1.Condition { return o.Status.Conditions },
+			reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.RBACPolicy) any { return o.Status })),
 		Requeue: func(p *plan, out result) time.Duration {
 			recheck := cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
 			if p.scopesPending {

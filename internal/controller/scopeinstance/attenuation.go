@@ -13,6 +13,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/engine"
 )
 
 // Impersonators hands out clients that act as a ServiceAccount, one per
@@ -72,4 +73,22 @@ func (r *Reconciler) checkServiceAccount(ctx context.Context, si *oriav1alpha1.S
 		return nil, fmt.Errorf("reading ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
 	}
 	return nil, nil
+}
+
+// writerFor returns the writer of si's bindings: oria's own, or, for an
+// instance with a serviceAccount, one that grants as that ServiceAccount
+// (and revokes as oria: taking access away needs no ceiling).
+func (r *Reconciler) writerFor(si *oriav1alpha1.ScopeInstance) (*engine.Writer, error) {
+	w := r.writer()
+	if sa := si.Spec.ServiceAccount; sa != nil {
+		if r.Impersonators == nil {
+			return nil, fmt.Errorf("spec.serviceAccount is set but this controller cannot impersonate")
+		}
+		c, err := r.Impersonators.For(*sa)
+		if err != nil {
+			return nil, err
+		}
+		w.Client, w.Revoker, w.Attenuated = c, r.Client, true
+	}
+	return w, nil
 }

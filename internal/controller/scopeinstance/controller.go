@@ -49,6 +49,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -275,10 +276,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Status: func(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) {
 			si.Status = computeStatus(si, p, res, err)
 		},
-		Patch: reconciler.SpacedStatusPatch(r.Client, r.Spacing, func(o *oriav1alpha1.ScopeInstance) any { return o.Status },
-			func(before, after *oriav1alpha1.ScopeInstance) bool {
-				return routineChange(before.Status, after.Status)
-			}),
+		Patch: reconciler.WarnOnTransition(r.Recorder, func(o *oriav1alpha1.ScopeInstance) []metav1.Condition { return o.Status.Conditions },
+			reconciler.SpacedStatusPatch(r.Client, r.Spacing, func(o *oriav1alpha1.ScopeInstance) any { return o.Status },
+				func(before, after *oriav1alpha1.ScopeInstance) bool {
+					return routineChange(before.Status, after.Status)
+				})),
 		Requeue: func(p *plan, res result) time.Duration {
 			// Conflicts and refusals are about objects oria does not watch
 			// (someone else's binding, the ServiceAccount's rights), so
@@ -321,24 +323,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, instance string) error
 
 func (r *Reconciler) writer() *engine.Writer {
 	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Workers: r.Workers, Memo: memo, Recheck: r.recheck()}
-}
-
-// writerFor returns the writer of si's bindings: oria's own, or, for an
-// instance with a serviceAccount, one that grants as that ServiceAccount
-// (and revokes as oria: taking access away needs no ceiling).
-func (r *Reconciler) writerFor(si *oriav1alpha1.ScopeInstance) (*engine.Writer, error) {
-	w := r.writer()
-	if sa := si.Spec.ServiceAccount; sa != nil {
-		if r.Impersonators == nil {
-			return nil, fmt.Errorf("spec.serviceAccount is set but this controller cannot impersonate")
-		}
-		c, err := r.Impersonators.For(*sa)
-		if err != nil {
-			return nil, err
-		}
-		w.Client, w.Revoker, w.Attenuated = c, r.Client, true
-	}
-	return w, nil
 }
 
 // result is what the writes of one reconcile did.

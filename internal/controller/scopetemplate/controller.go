@@ -22,6 +22,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -199,7 +200,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Status: func(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err error) {
 			t.Status = computeStatus(t, p, s, err)
 		},
-		Patch: reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeTemplate) any { return o.Status }),
+		Patch: reconciler.WarnOnTransition(r.Recorder, func(o *oriav1alpha1.ScopeTemplate) []metav1.Condition { return o.Status.Conditions },
+			reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeTemplate) any { return o.Status })),
 		Requeue: func(p *plan, s engine.Summary) time.Duration {
 			return reconciler.Soonest(reconciler.RecheckIf(len(s.Conflicts) > 0 || len(p.missing) > 0, r.recheck()), s.Recheck(),
 				reconciler.RecheckIf(len(p.held) > 0, CeilingWaitInterval))
