@@ -176,10 +176,20 @@ func ReadPlanState(ctx context.Context, c client.Reader) (*PlanState, error) {
 func PlanFile(ctx context.Context, c client.Client, objs []client.Object) (*PlanReport, error) {
 	var proposed []client.Object
 	var verdicts []PlannedObject
+	var notes []string
+	created := map[string]bool{} // templates the file creates
 	for _, obj := range objs {
 		o, op, err := Proposed(ctx, c, obj)
 		if err != nil {
 			return nil, err
+		}
+		if t, ok := o.(*oriav1alpha1.ScopeTemplate); ok && op == ActionCreate {
+			created[t.Name] = true
+		}
+		if si, ok := o.(*oriav1alpha1.ScopeInstance); ok && created[si.Spec.ScopeTemplateName] {
+			notes = append(notes, fmt.Sprintf("ScopeInstance %s binds ScopeTemplate %s, which this file creates: the dry run judges "+
+				"the instance against the cluster as it is, without the template; apply the template first, then plan the instance",
+				si.Name, si.Spec.ScopeTemplateName))
 		}
 		v, stored := DryRun(ctx, c, o, op)
 		verdicts, proposed = append(verdicts, v), append(proposed, stored)
@@ -188,11 +198,12 @@ func PlanFile(ctx context.Context, c client.Client, objs []client.Object) (*Plan
 	if apierrors.IsForbidden(err) {
 		// The verdicts stand; what the change writes cannot be computed.
 		return &PlanReport{Objects: verdicts, Changes: []Change{},
-			Notes: []string{err.Error() + ": the ClusterRoles and bindings the change writes are not computed"}}, nil
+			Notes: append(notes, err.Error()+": the ClusterRoles and bindings the change writes are not computed")}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	report := Plan(st, proposed, verdicts)
+	report.Notes = append(notes, report.Notes...)
 	return &report, nil
 }
