@@ -68,6 +68,10 @@ const (
 	// does not exist (yet); the other namespaces are bound, and the missing
 	// one is bound as soon as it appears.
 	ReasonNamespaceNotFound = "NamespaceNotFound"
+	// ReasonPublicationNamespaceNotFound (ScopeInstance): the namespace of
+	// spec.publication.configMap does not exist (yet); the bindings are in
+	// place, and the list is published as soon as the namespace appears.
+	ReasonPublicationNamespaceNotFound = "PublicationNamespaceNotFound"
 	// ReasonExtensionNotFound (RBACPolicy): no ClusterExtension has the name.
 	ReasonExtensionNotFound = "ExtensionNotFound"
 	// ReasonExtensionUnmanaged (RBACPolicy): the extension is not in Legacy or

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -212,5 +213,25 @@ func TestSpecOwners(t *testing.T) {
 	want := map[string]string{"admin/Apply": `{"f:a":{},"f:namespaces":{}}`}
 	if diff := cmp.Diff(want, specOwners(entries)); diff != "" {
 		t.Errorf("specOwners (-want +got):\n%s", diff)
+	}
+}
+
+// TestGuardRefusesInvalidRestartLabels: restart labels that are not labels
+// are refused for everyone (no review is needed to say so), naming the
+// field.
+func TestGuardRefusesInvalidRestartLabels(t *testing.T) {
+	g, calls := guard(t, errors.New("the API server must not be asked"))
+	si := instance("i", func(si *oriav1alpha1.ScopeInstance) {
+		si.Spec.Publication = &oriav1alpha1.Publication{
+			ConfigMap:     oriav1alpha1.ConfigMapKeyReference{Namespace: "ops", Name: "watch"},
+			RestartLabels: map[string]string{"app": "not a label value"},
+		}
+	})
+	resp := g.Handle(context.Background(), request(t, admissionv1.Create, si, nil))
+	if resp.Allowed || !strings.Contains(resp.Result.Message, `spec.publication.restartLabels: value "not a label value" of "app"`) {
+		t.Errorf("allowed=%v, message %q", resp.Allowed, resp.Result.Message)
+	}
+	if *calls != 0 {
+		t.Errorf("%d calls to the API server, want none", *calls)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/publish"
 )
 
 // Path is the URL path the guard is served at.
@@ -147,6 +148,13 @@ func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, err
 	c := classify(old, obj)
 	if !c.needsCheck() {
 		return nil, nil
+	}
+	if si, ok := obj.(*oriav1alpha1.ScopeInstance); ok && c.grants {
+		// Invalid for everyone, admins included: such restart labels could
+		// select nothing (package publish).
+		if err := publish.Validate(si.Spec.Publication); err != nil {
+			return []string{err.Error()}, nil
+		}
 	}
 	user := req.UserInfo
 	if ok, err := g.Authorizer.Unrestricted(ctx, user); err != nil || ok {

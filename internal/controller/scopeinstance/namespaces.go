@@ -69,6 +69,9 @@ func (h *namespaceHandler) enqueue(ctx context.Context, q workqueue.TypedRateLim
 	for _, name := range h.r.instancesForNamespace(ctx, namespace, labelSets...) {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 	}
+	for _, name := range h.r.instancesPublishingIn(ctx, namespace) {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
 }
 
 // instancesForNamespace returns the names of the instances that list

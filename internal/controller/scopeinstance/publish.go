@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -34,6 +35,9 @@ type published struct {
 	status *oriav1alpha1.PublicationStatus
 	// conflict names a key someone else manages; nothing was written.
 	conflict string
+	// noNamespace is the ConfigMap's namespace, which does not exist (yet):
+	// nothing was written; its creation brings the instance back.
+	noNamespace string
 	// err is a failed write, retried.
 	err error
 	// after is when a coalesced restart is due.
@@ -74,6 +78,13 @@ func (r *Reconciler) publish(ctx context.Context, si *oriav1alpha1.ScopeInstance
 		nss = publish.Namespaces(*pub, bound)
 	}
 	value := publish.Value(nss)
+	if exists, err := r.namespaceExists(ctx, pub.ConfigMap.Namespace); err != nil || !exists {
+		noNamespace := ""
+		if !exists {
+			noNamespace = pub.ConfigMap.Namespace
+		}
+		return published{status: prev, noNamespace: noNamespace, err: err}
+	}
 	conflict, err := r.applyKey(ctx, si.Name, pub.ConfigMap, value)
 	if conflict != "" || err != nil {
 		return published{status: prev, conflict: conflict, err: err}
@@ -234,4 +245,35 @@ func (r *Reconciler) event(si *oriav1alpha1.ScopeInstance, typ, reason, action, 
 	if r.Recorder != nil {
 		r.Recorder.Eventf(si, nil, typ, reason, action, format, args...)
 	}
+}
+
+// namespaceExists reads the namespace from the metadata cache.
+func (r *Reconciler) namespaceExists(ctx context.Context, name string) (bool, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, ns)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading namespace %q: %w", name, err)
+	}
+	return true, nil
+}
+
+// instancesPublishingIn returns the instances that publish into a ConfigMap
+// of namespace: its creation lets them publish.
+func (r *Reconciler) instancesPublishingIn(ctx context.Context, namespace string) []string {
+	var all oriav1alpha1.ScopeInstanceList
+	if err := r.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing ScopeInstances")
+		return nil
+	}
+	var out []string
+	for _, si := range all.Items {
+		if pub := si.Spec.Publication; pub != nil && pub.ConfigMap.Namespace == namespace {
+			out = append(out, si.Name)
+		}
+	}
+	return out
 }

@@ -82,6 +82,9 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 		c := meta.FindStatusCondition(p.template.Status.Conditions, oriav1alpha1.TypeReady)
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound,
 			fmt.Sprintf("%s, but ScopeTemplate %q: %s", boundWhere(p, st), p.template.Name, c.Message))
+	case res.published.noNamespace != "":
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonPublicationNamespaceNotFound, fmt.Sprintf(
+			"%s, but namespace %q (spec.publication.configMap.namespace) does not exist; the list is published there as soon as it is created", boundWhere(p, st), res.published.noNamespace))
 	case res.published.conflict != "":
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, fmt.Sprintf(
 			"%s, but spec.publication: %s; oria leaves it as it is and looks again every %s", boundWhere(p, st), res.published.conflict, DefaultRecheckInterval))
