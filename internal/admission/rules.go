@@ -106,7 +106,9 @@ func (a *Authorizer) rulesIn(ctx context.Context, user authenticationv1.UserInfo
 		mu     sync.Mutex
 		errs   []error
 		wg     sync.WaitGroup
-		tokens = make(chan struct{}, a.parallelism())
+		// A rules review is one request per namespace, not per
+		// permission: more of them in flight than reviews.
+		tokens = make(chan struct{}, 4*a.parallelism())
 	)
 	for _, ns := range namespaces {
 		tokens <- struct{}{}
