@@ -34,10 +34,11 @@ const (
 
 // config is the parsed command line.
 type config struct {
-	opts  manager.Options
-	qps   float64
-	burst int
-	zap   zap.Options
+	opts    manager.Options
+	qps     float64
+	burst   int
+	zap     zap.Options
+	version bool
 }
 
 // defaultGCPercent is oria's garbage-collection target when GOGC is not
@@ -65,8 +66,20 @@ func main() {
 		fmt.Fprintf(os.Stderr, "oria: %v\n", err)
 		os.Exit(2)
 	}
+	if cfg.version {
+		printVersion(os.Stdout)
+		os.Exit(0)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&cfg.zap)))
 	tuneGC()
+	memLimit, err := tuneMemory()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "oria: %v\n", err)
+		os.Exit(2)
+	}
+	if memLimit > 0 {
+		ctrl.Log.Info("Go memory limit set from the container's", "goMemLimitBytes", memLimit, "percentOfContainerLimit", memoryLimitPercent)
+	}
 	if err := run(cfg); err != nil {
 		ctrl.Log.Error(err, "oria stopped")
 		os.Exit(1)
@@ -90,7 +103,14 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		"Reconciles per controller at once; 0 (the default): each controller's own, 16 for ClusterExtensions and 4 for the others.")
 	fs.BoolVar(&cfg.opts.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&cfg.opts.LeaderElectionNamespace, "leader-election-namespace", "",
-		"Namespace of the leader election Lease (default: the pod's namespace in a cluster, kube-system outside).")
+		"Namespace of the leader election Lease (default: $POD_NAMESPACE, else the pod's namespace in a cluster, kube-system outside).")
+	fs.DurationVar(&cfg.opts.LeaseDuration, "leader-election-lease-duration", manager.DefaultLeaseDuration,
+		"How long a replica waits, after the leader last renewed the Lease, before it takes over: the time to replace a leader that died without releasing it.")
+	fs.DurationVar(&cfg.opts.RenewDeadline, "leader-election-renew-deadline", manager.DefaultRenewDeadline,
+		"How long the leader keeps trying to renew the Lease before it gives up leading (and exits); less than the lease duration.")
+	fs.DurationVar(&cfg.opts.RetryPeriod, "leader-election-retry-period", manager.DefaultRetryPeriod,
+		"How often replicas try to acquire or renew the Lease; less than the renew deadline.")
+	fs.BoolVar(&cfg.version, "version", false, "Print oria's version and exit.")
 	fs.StringVar(&cfg.opts.MetricsBindAddress, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.BoolVar(&cfg.opts.MetricsSecure, "metrics-secure", true,
 		"Serve metrics over HTTPS to clients allowed to get /metrics (TokenReview and SubjectAccessReview); false serves plain HTTP to anyone, for a loopback address only.")
@@ -128,6 +148,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	if !cfg.opts.MetricsSecure && !loopbackOrOff(cfg.opts.MetricsBindAddress) {
 		return nil, fmt.Errorf("invalid --metrics-bind-address %q with --metrics-secure=false: plain HTTP metrics may listen on a loopback address only (127.0.0.1:<port>)", cfg.opts.MetricsBindAddress)
+	}
+	if err := checkLeaderElection(cfg.opts); err != nil {
+		return nil, err
 	}
 	if cfg.opts.MaxConcurrentReconciles < 0 {
 		return nil, fmt.Errorf("invalid --max-concurrent-reconciles %d: must be at least 1, or 0 for each controller's default", cfg.opts.MaxConcurrentReconciles)
@@ -184,10 +207,12 @@ func run(cfg *config) error {
 	if cfg.qps < 0 {
 		limit = []any{"qps", "no client-side limit"}
 	}
-	ctrl.Log.Info("starting oria", append([]any{"defaultRBACMode", cfg.opts.DefaultRBACMode,
+	ctrl.Log.Info("starting oria", append([]any{"version", Version(), "defaultRBACMode", cfg.opts.DefaultRBACMode,
 		"maxConcurrentReconciles", cfg.opts.MaxConcurrentReconciles,
 		"webhookPort", cfg.opts.WebhookPort, "webhookCertDir", cfg.opts.WebhookCertDir,
-		"metrics", cfg.opts.MetricsBindAddress, "metricsSecure", cfg.opts.MetricsSecure}, limit...)...)
+		"metrics", cfg.opts.MetricsBindAddress, "metricsSecure", cfg.opts.MetricsSecure,
+		"leaderElection", cfg.opts.LeaderElection, "leaseDuration", cfg.opts.LeaseDuration,
+		"renewDeadline", cfg.opts.RenewDeadline, "retryPeriod", cfg.opts.RetryPeriod}, limit...)...)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
@@ -207,13 +232,21 @@ func checkServingCert(opts manager.Options) error {
 	return nil
 }
 
-// podNamespace returns the namespace oria runs in, or kube-system when it
-// runs outside a cluster.
-func podNamespace() string {
-	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
-		if ns := strings.TrimSpace(string(b)); ns != "" {
-			return ns
-		}
+// leaderelectionJitter is client-go's leaderelection.JitterFactor: a
+// replica waits up to that many retry periods between attempts.
+const leaderelectionJitter = 1.2
+
+// checkLeaderElection refuses lease timings client-go's leader election
+// would reject later (or that would make a leader give up before another
+// replica may take over).
+func checkLeaderElection(o manager.Options) error {
+	switch {
+	case o.RetryPeriod <= 0:
+		return fmt.Errorf("invalid --leader-election-retry-period %v: must be positive", o.RetryPeriod)
+	case float64(o.RenewDeadline) <= leaderelectionJitter*float64(o.RetryPeriod):
+		return fmt.Errorf("invalid --leader-election-renew-deadline %v: must be longer than %v × --leader-election-retry-period %v", o.RenewDeadline, leaderelectionJitter, o.RetryPeriod)
+	case o.LeaseDuration <= o.RenewDeadline:
+		return fmt.Errorf("invalid --leader-election-lease-duration %v: must be longer than --leader-election-renew-deadline %v", o.LeaseDuration, o.RenewDeadline)
 	}
-	return "kube-system"
+	return nil
 }

@@ -8,6 +8,7 @@ package manager
 import (
 	"crypto/tls"
 	"fmt"
+	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +79,17 @@ func SetClientRateLimit(cfg *rest.Config, qps float64, burst int) {
 	cfg.QPS, cfg.Burst = float32(qps), burst
 }
 
+// The leader election's default timing (controller-runtime's and
+// kube-controller-manager's): a replica that died without releasing the
+// Lease is replaced after DefaultLeaseDuration and up to a retry period more;
+// a replica that stops gracefully releases it at once, and another takes over
+// within a retry period (docs/operations.md).
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
 // Options are the settings cmd/oria exposes as flags.
 type Options struct {
 	// DefaultRBACMode applies to ClusterExtensions without the rbac-mode
@@ -103,6 +115,10 @@ type Options struct {
 	LeaderElection bool
 	// LeaderElectionNamespace holds the leader election Lease.
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election
+	// (client-go's); zero means DefaultLeaseDuration, DefaultRenewDeadline
+	// and DefaultRetryPeriod.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// WebhookPort serves the escalation guard (internal/admission); 0
 	// disables it.
 	WebhookPort int
@@ -235,6 +251,9 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 orDefault(opts.LeaseDuration, DefaultLeaseDuration),
+		RenewDeadline:                 orDefault(opts.RenewDeadline, DefaultRenewDeadline),
+		RetryPeriod:                   orDefault(opts.RetryPeriod, DefaultRetryPeriod),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -253,4 +272,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}
 	}
 	return mgr, nil
+}
+
+func orDefault(d, def time.Duration) *time.Duration {
+	if d <= 0 {
+		d = def
+	}
+	return &d
 }
