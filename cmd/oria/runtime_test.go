@@ -16,12 +16,12 @@ func TestSoftMemoryLimit(t *testing.T) {
 		want    int64
 		wantErr bool
 	}{
-		"no limit given":               {},
-		"90 % of the container's":      {env: map[string]string{envMemoryLimit: "536870912"}, want: 483183820},
-		"GOMEMLIMIT wins":              {env: map[string]string{envMemoryLimit: "536870912", "GOMEMLIMIT": "100MiB"}},
-		"no real limit (node's)":       {env: map[string]string{envMemoryLimit: "9223372036854775807"}},
-		"not a number of bytes":        {env: map[string]string{envMemoryLimit: "512Mi"}, wantErr: true},
-		"zero is not a limit":          {env: map[string]string{envMemoryLimit: "0"}, wantErr: true},
+		"no limit given":              {},
+		"90 % of the container's":     {env: map[string]string{envMemoryLimit: "536870912"}, want: 483183820},
+		"GOMEMLIMIT wins":             {env: map[string]string{envMemoryLimit: "536870912", "GOMEMLIMIT": "100MiB"}},
+		"no real limit (node's)":      {env: map[string]string{envMemoryLimit: "9223372036854775807"}},
+		"not a number of bytes":       {env: map[string]string{envMemoryLimit: "512Mi"}, wantErr: true},
+		"zero is not a limit":         {env: map[string]string{envMemoryLimit: "0"}, wantErr: true},
 		"spaces around are tolerated": {env: map[string]string{envMemoryLimit: " 1000 "}, want: 900},
 	} {
 		t.Run(name, func(t *testing.T) {
