@@ -100,6 +100,19 @@ func (l *NamespaceLatency) Bound(instance string, outcomes []engine.Outcome) {
 	}
 }
 
+// Abandon ends, without a measurement, the waits of an instance that cannot
+// bind for a reason of the world's (a missing ServiceAccount or template, a
+// spec to fix): the histogram measures oria, not how long the world took.
+func (l *NamespaceLatency) Abandon(instance string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.pending {
+		if k.instance == instance {
+			delete(l.pending, k)
+		}
+	}
+}
+
 // Forget drops the pending events of a namespace (deleted meanwhile).
 func (l *NamespaceLatency) Forget(namespace string) {
 	l.mu.Lock()

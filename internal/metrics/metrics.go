@@ -16,8 +16,9 @@
 //   - oria_writes_total{kind,action}: RBAC objects written by the write engine
 //     (action created, updated, replaced, deleted);
 //   - oria_write_errors_total{kind,reason}: writes the API server refused,
-//     by its reason (Forbidden, Invalid, ...), those an attenuating
-//     ServiceAccount may not make included;
+//     by its reason (Forbidden, Invalid, ...); not those an attenuating
+//     ServiceAccount may not make, a standing state that
+//     oria_objects_by_ready_reason{reason="Forbidden"} counts;
 //   - oria_namespace_binding_latency_seconds: from the moment a namespace
 //     event (creation, or a relabelling that makes a selector match) reaches
 //     oria to the RoleBinding oria created there for a ScopeInstance.
@@ -78,7 +79,10 @@ func ObserveWrites(kind string, outcomes []engine.Outcome) {
 	for _, o := range outcomes {
 		if a, ok := actions[o.Action]; ok {
 			writes.WithLabelValues(kind, a).Inc()
-		} else if o.Action == engine.Failed || o.Action == engine.Forbidden {
+		} else if o.Action == engine.Failed {
+			// A Forbidden outcome (an attenuating ServiceAccount may not
+			// grant it) is a standing state, counted by the objects' Ready
+			// reason, not an event to count at every recheck.
 			writeErrors.WithLabelValues(kind, errorReason(o.Err)).Inc()
 		}
 	}

@@ -265,6 +265,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Gather: r.gather,
 		Write: func(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
 			if p.specErr != nil {
+				metrics.NamespaceBinding.Abandon(si.Name)
 				return r.revokeFrozen(ctx, si, p), nil
 			}
 			res, err := r.write(ctx, si, p)
