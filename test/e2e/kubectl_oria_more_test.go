@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -14,16 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/cli"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/testutil"
+	"github.com/operator-framework/oria/test/localcluster"
 )
 
 // TestKubectlOriaCan: `kubectl oria can` lists, for a user and a group,
@@ -66,17 +62,17 @@ func TestKubectlOriaCan(t *testing.T) {
 	assert.Equal(t, cli.LevelView, byExt[fine].Level)
 	assert.Contains(t, byExt[fine].Via, "RBACPolicy "+viewPolicy+" (Group "+devs+")")
 	groups := []string{devs, "system:authenticated"}
-	agreeAs(t, rows, alice, groups, map[string]string{legacy: legacyGroup, fine: fineGroup})
+	agreeAs(t, rows, alice, groups)
 
 	// Each part alone.
 	rows = canRows(alice)
 	require.Len(t, rows, 1, "%+v", rows)
 	assert.Equal(t, legacy, rows[0].Extension)
-	agreeAs(t, rows, alice, []string{"system:authenticated"}, map[string]string{legacy: legacyGroup})
+	agreeAs(t, rows, alice, []string{"system:authenticated"})
 	rows = canRows("--group", devs, "-n", ns)
 	require.Len(t, rows, 1, "%+v", rows)
 	assert.Equal(t, fine, rows[0].Extension)
-	agreeAs(t, rows, "", []string{devs}, map[string]string{fine: fineGroup})
+	agreeAs(t, rows, "", []string{devs})
 
 	// The table, -o wide and -o name.
 	table := kubectlOria(t, "can", alice, "--group", devs, "--extension", legacy, "--extension", fine, "-o", "wide")
@@ -89,11 +85,12 @@ func TestKubectlOriaCan(t *testing.T) {
 }
 
 // agreeAs checks every row's verbs against SubjectAccessReviews for user
-// and groups on the widgets of the row's extension (ext → API group).
-func agreeAs(t *testing.T, rows []cli.AccessRow, user string, groups []string, apiGroups map[string]string) {
+// and groups on the row's API.
+func agreeAs(t *testing.T, rows []cli.AccessRow, user string, groups []string) {
 	t.Helper()
 	for _, r := range rows {
-		a := testutil.Access{User: user, Groups: groups, Group: apiGroups[r.Extension], Resource: "widgets"}
+		resource, group := names.SplitCRDName(r.API)
+		a := testutil.Access{User: user, Groups: groups, Group: group, Resource: resource}
 		if r.Namespace != cli.AllNamespaces {
 			a.Namespace = r.Namespace
 		}
@@ -106,6 +103,39 @@ func agreeAs(t *testing.T, rows []cli.AccessRow, user string, groups []string, a
 		}
 		assert.Equal(t, allowed, r.Verbs, "row %+v", r)
 	}
+}
+
+// TestKubectlOriaTourMore runs the README tour's can and plan lines after
+// the tour's steps: argocd in FineGrained mode with the view policy for
+// developers in team-a.
+func TestKubectlOriaTourMore(t *testing.T) {
+	testutil.NeedCluster(t)
+	applySample(t, "tour-extension.yaml")
+	testutil.SetRBACMode(t, k8sClient, "argocd", oriav1alpha1.RBACModeFineGrained)
+	applySample(t, "rbacpolicy-view-team-a.yaml")
+	waitPolicyReady(t, "argocd-developers-view")
+
+	var report cli.CanReport
+	require.NoError(t, json.Unmarshal([]byte(kubectlOria(t, "can", "alice", "--group", "developers", "--extension", "argocd", "-o", "json")), &report))
+	require.NotEmpty(t, report.Access)
+	for _, r := range report.Access {
+		assert.Equal(t, "team-a", r.Namespace, "%+v", r)
+		assert.Equal(t, cli.LevelView, r.Level, "%+v", r)
+		assert.Equal(t, []string{"RBACPolicy argocd-developers-view (Group developers)"}, r.Via, "%+v", r)
+	}
+	agreeAs(t, report.Access, "alice", report.Groups)
+	t.Logf("kubectl oria can alice --group developers:\n%s", kubectlOria(t, "can", "alice", "--group", "developers"))
+
+	file := filepath.Join(localcluster.RepoRoot(), "config", "samples", "rbacpolicy-edit-team-a.yaml")
+	plan := planOf(t, "-f", file)
+	assert.Equal(t, []cli.PlannedObject{{Kind: "RBACPolicy", Name: "argocd-developers-edit", Operation: cli.ActionCreate, Admitted: true}}, plan.Objects)
+	for _, c := range plan.Changes {
+		assert.Equal(t, cli.ActionCreate, c.Action, "%+v", c)
+		assert.Contains(t, []string{"", "team-a"}, c.Namespace, "%+v", c)
+	}
+	assert.NotEmpty(t, predicted(nil, plan))
+	gone(t, &oriav1alpha1.RBACPolicy{ObjectMeta: metav1.ObjectMeta{Name: "argocd-developers-edit"}})
+	t.Logf("kubectl oria plan -f %s:\n%s", file, kubectlOria(t, "plan", "-f", file))
 }
 
 // TestKubectlOriaSystemAndConventions: access leaves Kubernetes' own
@@ -156,14 +186,10 @@ func TestKubectlOriaSystemAndConventions(t *testing.T) {
 	// A user who may get this extension (and read CRDs and ClusterRoles by
 	// name) but list no ClusterExtension, RBACPolicy or ScopeInstance.
 	reader := testutil.UniqueName("reader")
-	readRole := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: reader}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"olm.operatorframework.io"}, Resources: []string{"clusterextensions"}, ResourceNames: []string{ext}, Verbs: []string{"get"}},
-		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list"}},
-		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, Verbs: []string{"get"}},
-	}}
-	testutil.Create(t, k8sClient, readRole)
-	testutil.Create(t, k8sClient, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: reader},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader}, Subjects: []rbacv1.Subject{testutil.User(reader)}})
+	grantRules(t, reader,
+		rbacv1.PolicyRule{APIGroups: []string{"olm.operatorframework.io"}, Resources: []string{"clusterextensions"}, ResourceNames: []string{ext}, Verbs: []string{"get"}},
+		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"list"}},
+		rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, Verbs: []string{"get"}})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		out, stderr, err := runPlugin(t, "", "status", ext, "-o", "json", "--as", reader)
 		if !assert.NoError(c, err, stderr) {
@@ -197,187 +223,11 @@ func runPlugin(t *testing.T, bin string, args ...string) (string, string, error)
 	return stdout.String(), stderr.String(), err
 }
 
-// writeObjects writes objs as a YAML file of their own and returns its path.
-func writeObjects(t *testing.T, objs ...client.Object) string {
+// grantRules gives user the rules cluster-wide, until the test ends.
+func grantRules(t *testing.T, user string, rules ...rbacv1.PolicyRule) {
 	t.Helper()
-	var docs []string
-	for _, o := range objs {
-		b, err := yaml.Marshal(o)
-		require.NoError(t, err)
-		docs = append(docs, string(b))
-	}
-	path := filepath.Join(t.TempDir(), "objects.yaml")
-	require.NoError(t, os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o600))
-	return path
-}
-
-func planOf(t *testing.T, args ...string) cli.PlanReport {
-	t.Helper()
-	var report cli.PlanReport
-	require.NoError(t, json.Unmarshal([]byte(kubectlOria(t, append([]string{"plan", "-o", "json"}, args...)...)), &report))
-	return report
-}
-
-// instanceBindings is what the bindings of an instance are:
-// "namespace/name role subjects".
-func instanceBindings(t require.TestingT, instance string) []string {
-	var rbs rbacv1.RoleBindingList
-	require.NoError(t, k8sClient.List(context.Background(), &rbs, client.MatchingLabels{oriav1alpha1.LabelScopeInstance: names.LabelValue(instance)}))
-	var out []string
-	for _, b := range rbs.Items {
-		if b.DeletionTimestamp == nil {
-			out = append(out, bindingLine(b.Namespace, b.Name, b.RoleRef.Name, subjectLines(b.Subjects)))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func bindingLine(ns, name, role string, subjects []string) string {
-	return ns + "/" + name + " " + role + " " + strings.Join(subjects, ",")
-}
-
-func subjectLines(subj []rbacv1.Subject) []string {
-	out := make([]string, len(subj))
-	for i, s := range subj {
-		out[i] = cli.SubjectString(s)
-	}
-	return out
-}
-
-// predicted applies a plan's RoleBinding changes to before.
-func predicted(before []string, report cli.PlanReport) []string {
-	state := map[string]string{}
-	for _, line := range before {
-		key, _, _ := strings.Cut(line, " ")
-		state[key] = line
-	}
-	for _, c := range report.Changes {
-		if c.Kind != "RoleBinding" {
-			continue
-		}
-		key := c.Namespace + "/" + c.Name
-		if c.Action == cli.ActionDelete {
-			delete(state, key)
-		} else {
-			state[key] = bindingLine(c.Namespace, c.Name, c.Role, c.Subjects)
-		}
-	}
-	var out []string
-	for _, line := range state {
-		out = append(out, line)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// eventuallyBindings waits until the instance's bindings are want.
-func eventuallyBindings(t *testing.T, instance string, want []string) {
-	t.Helper()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Equal(c, want, instanceBindings(c, instance))
-	}, testutil.Timeout, testutil.Interval)
-}
-
-// gone asserts that obj does not exist.
-func gone(t *testing.T, obj client.Object) {
-	t.Helper()
-	err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
-	assert.True(t, apierrors.IsNotFound(err), "%T %s exists (%v)", obj, obj.GetName(), err)
-}
-
-// TestKubectlOriaPlan: plan predicts what applying creates and changes (a
-// new RBACPolicy, then a change of its namespaces and subjects: applied,
-// the bindings are what plan said), shows the template's subjects and
-// roles, and a change the guard refuses shows its message and writes
-// nothing.
-func TestKubectlOriaPlan(t *testing.T) {
-	testutil.NeedCluster(t)
-	ns1, ns2 := testutil.CreateNamespace(t, k8sClient, "oria-plan", nil), testutil.CreateNamespace(t, k8sClient, "oria-plan", nil)
-	ext, group := installExtension(t, "plan", oriav1alpha1.RBACModeFineGrained)
-	devs := rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: testutil.UniqueName("devs")}
-	pol := &oriav1alpha1.RBACPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: oriav1alpha1.GroupVersion.String(), Kind: "RBACPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("plan")},
-		Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: ext, Access: oriav1alpha1.AccessView,
-			Subjects: []rbacv1.Subject{devs}, Namespaces: []string{ns1, ns2}},
-	}
-	instance := "rbacpolicy-" + pol.Name
-	waitExtensionCondition(t, ext, metav1.ConditionTrue, oriav1alpha1.ReasonFineGrained)
-
-	report := planOf(t, "-f", writeObjects(t, pol))
-	require.Len(t, report.Objects, 1)
-	assert.Equal(t, cli.PlannedObject{Kind: "RBACPolicy", Name: pol.Name, Operation: cli.ActionCreate, Admitted: true}, report.Objects[0])
-	require.Len(t, report.Templates, 1)
-	assert.Equal(t, []string{"Group " + devs.Name}, report.Templates[0].Subjects)
-	view := names.ExtensionRole("widgets."+group, names.RoleView)
-	assert.Equal(t, view, report.Templates[0].Roles[0].Name)
-	want := predicted(nil, report)
-	assert.Len(t, want, 4, "view and crdview in two namespaces: %+v", report.Changes)
-	gone(t, &oriav1alpha1.RBACPolicy{ObjectMeta: metav1.ObjectMeta{Name: pol.Name}}) // a dry run writes nothing
-	table := kubectlOria(t, "plan", "-f", writeObjects(t, pol))
-	t.Logf("kubectl oria plan:\n%s", table)
-	assert.Contains(t, table, "RBACPolicy "+pol.Name+" (create): admitted")
-
-	testutil.Create(t, k8sClient, pol.DeepCopy())
-	waitPolicyReady(t, pol.Name)
-	eventuallyBindings(t, instance, want)
-	report = planOf(t, "-f", writeObjects(t, pol))
-	assert.Equal(t, cli.ActionUpdate, report.Objects[0].Operation)
-	assert.Empty(t, report.Changes, "applied: nothing left to change")
-
-	// A change: out of ns2, and a user more.
-	changed := pol.DeepCopy()
-	changed.Spec.Namespaces = []string{ns1}
-	changed.Spec.Subjects = append(changed.Spec.Subjects, testutil.User(testutil.UniqueName("erin")))
-	before := instanceBindings(t, instance)
-	report = planOf(t, "-f", writeObjects(t, changed))
-	assert.True(t, report.Objects[0].Admitted, "%+v", report.Objects[0])
-	want = predicted(before, report)
-	assert.Len(t, want, 2, "%+v", report.Changes)
-	p := &oriav1alpha1.RBACPolicy{ObjectMeta: metav1.ObjectMeta{Name: pol.Name}}
-	update(t, p, func() { p.Spec = changed.Spec })
-	eventuallyBindings(t, instance, want)
-
-	// Refused: a delegate (who may read what plan reads) binds an admin's
-	// template of the built-in admin role, for themselves.
-	user, _ := delegate(t, "planner")
-	reader := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "oria-plan-read-" + user}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"olm.operatorframework.io"}, Resources: []string{"clusterextensions"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles", "rolebindings", "clusterrolebindings"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{oriav1alpha1.GroupVersion.Group}, Resources: []string{"scopetemplates", "scopeinstances", "rbacpolicies"}, Verbs: []string{"get", "list"}},
-	}}
-	testutil.Create(t, k8sClient, reader)
-	testutil.Create(t, k8sClient, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: reader.Name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader.Name},
-		Subjects: []rbacv1.Subject{testutil.User(user)}})
-	tmpl := testutil.ScopeTemplate(testutil.UniqueName("grab"), []oriav1alpha1.ClusterRoleTemplate{{Name: "admin"}}, testutil.User(user))
-	testutil.Create(t, k8sClient, tmpl)
-	si := scopeInstance(testutil.UniqueName("grab"), tmpl.Name, ns1)
-	si.TypeMeta = metav1.TypeMeta{APIVersion: oriav1alpha1.GroupVersion.String(), Kind: "ScopeInstance"}
-	file := writeObjects(t, si)
-	require.EventuallyWithT(t, func(c *assert.CollectT) { // the read role reaches the authorizer
-		var r cli.PlanReport
-		out, stderr, err := runPlugin(t, "", "plan", "-f", file, "-o", "json", "--as", user)
-		if assert.NoError(c, err, stderr) && assert.NoError(c, json.Unmarshal([]byte(out), &r)) {
-			report = r
-			assert.Empty(c, report.Notes)
-		}
-	}, testutil.Timeout, testutil.Interval)
-	require.Len(t, report.Objects, 1)
-	assert.False(t, report.Objects[0].Admitted, "%+v", report.Objects[0])
-	assert.Contains(t, report.Objects[0].Message, guardDenied+`user "`+user+`" may not bind`)
-	assert.Equal(t, []string{"User " + user}, report.Templates[0].Subjects)
-	assert.Equal(t, "admin", report.Templates[0].Roles[0].Name)
-	assert.Equal(t, cli.RoleExisting, report.Templates[0].Roles[0].Source)
-	assert.Equal(t, []string{ns1 + "/" + binding.BindingName(si.Name, "admin") + " admin User " + user}, predicted(nil, report),
-		"what it would write is shown")
-	out, _, err := runPlugin(t, "", "plan", "-f", file, "--as", user)
-	require.NoError(t, err)
-	t.Logf("kubectl oria plan, refused:\n%s", out)
-	assert.Contains(t, out, "REFUSED: "+guardDenied)
-	gone(t, si)
-	assert.Empty(t, instanceBindings(t, si.Name))
+	name := testutil.UniqueName("oria-cli-" + user)
+	testutil.Create(t, k8sClient, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules})
+	testutil.Create(t, k8sClient, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}, Subjects: []rbacv1.Subject{testutil.User(user)}})
 }
