@@ -8,6 +8,16 @@ LOCAL_DIR := $(CURDIR)/.local
 GO_TEST_FLAGS ?= -count=1
 BENCH_FLAGS ?=
 
+# The image `make docker-build`, `build-installer` and `deploy` use.
+IMG ?= oria:latest
+# The version stamped into oria (`oria --version`) and the kubectl plugin
+# (`kubectl oria version`).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION_LDFLAGS := -X main.version=$(VERSION) -X github.com/operator-framework/oria/internal/cli.Version=$(VERSION)
+CONTAINER_TOOL ?= docker
+KUBECTL ?= kubectl
+KUSTOMIZE := go run ./hack/kustomize
+
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -58,6 +68,33 @@ local-up: localcluster controlplane ## Start the local control plane in the back
 local-down: localcluster ## Stop the local control plane and remove its state.
 	bin/localcluster down --dir "$(LOCAL_DIR)"
 
+.PHONY: build-release
+build-release: ## Build bin/oria and bin/kubectl-oria as released: -trimpath, stripped, version stamped (VERSION=...).
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o bin/oria ./cmd/oria
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o bin/kubectl-oria ./cmd/kubectl-oria
+
+##@ Deploy
+
+.PHONY: docker-build
+docker-build: ## Build oria's image IMG (default oria:latest) with VERSION stamped; CONTAINER_TOOL=podman works too.
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: build-installer
+build-installer: ## Write dist/install.yaml: CRDs, RBAC, Deployment, PodDisruptionBudget, webhook, cert-manager Certificate and Issuer, with image IMG.
+	$(KUSTOMIZE) -image $(IMG) -o dist/install.yaml config/default
+
+.PHONY: deploy
+deploy: build-installer ## Install oria with image IMG on the cluster of $$KUBECONFIG (needs kubectl and cert-manager).
+	$(KUBECTL) apply --server-side -f dist/install.yaml
+
+.PHONY: undeploy
+undeploy: ## Remove what `make deploy` installed (the CRDs too, and with them every oria object).
+	$(KUSTOMIZE) -image $(IMG) config/default | $(KUBECTL) delete --ignore-not-found -f -
+
 ##@ Test
 
 .PHONY: test
@@ -67,6 +104,10 @@ test: controlplane verify ## Everything: checks, unit, integration (envtest) and
 .PHONY: verify
 verify: ## Fail if gofmt, go vet, go mod tidy or generated files are stale.
 	hack/verify.sh
+
+.PHONY: test-install
+test-install: controlplane ## Install tests: the rendered dist/install.yaml on the local control plane, oria as its ServiceAccount, two replicas (HA).
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test $(GO_TEST_FLAGS) -v ./test/install
 
 .PHONY: bench
 bench: build controlplane ## Scale benchmark against the local control plane (see docs/benchmarks.md).
