@@ -67,7 +67,7 @@ func (g *Guard) policyAPIs(ctx context.Context, p *oriav1alpha1.RBACPolicy) ([]s
 	if len(p.Spec.APIs) > 0 {
 		out := make([]string, len(p.Spec.APIs))
 		for i, a := range p.Spec.APIs {
-			out[i] = a.Resource + "." + a.Group
+			out[i] = policy.CRDName(a)
 		}
 		return out, nil
 	}

@@ -8,7 +8,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/olm"
 )
 
 // ExtensionCRDs returns the sorted names of the live CRDs operator-controller
@@ -40,13 +40,8 @@ func ExtensionCRDs(ctx context.Context, r client.Reader, extension string) ([]st
 }
 
 // ExtensionOwnerLabels are the labels operator-controller puts on what it
-// installs for the named ClusterExtension.
-func ExtensionOwnerLabels(extension string) map[string]string {
-	return map[string]string{
-		oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension,
-		oriav1alpha1.LabelOLMOwnerName: extension,
-	}
-}
+// installs for the named ClusterExtension (olm.OwnerLabels).
+func ExtensionOwnerLabels(extension string) map[string]string { return olm.OwnerLabels(extension) }
 
 // ClusterRoleMetadata returns an empty metadata-only ClusterRole, the type
 // of the bundle-role cache.
@@ -65,9 +60,7 @@ func ClusterRoleMetadata() *metav1.PartialObjectMetadata {
 // managedFields are kept: they say which labels oria's field manager owns.
 func BundleRoleCacheOptions(c cache.Options) cache.Options {
 	c.ByObject = map[client.Object]cache.ByObject{
-		ClusterRoleMetadata(): {Label: labels.SelectorFromSet(labels.Set{
-			oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension,
-		})},
+		ClusterRoleMetadata(): {Label: olm.InstalledByExtension()},
 	}
 	c.DefaultTransform = nil
 	return c

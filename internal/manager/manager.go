@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/olm"
 )
 
 // LeaderElectionID is the name of the Lease oria replicas elect a leader with.
@@ -202,9 +203,7 @@ func CacheOptions(cfg *rest.Config) (cache.Options, error) {
 			&rbacv1.ClusterRoleBinding{}: bindings,
 			&rbacv1.RoleBinding{}:        bindings,
 			&corev1.ConfigMap{}:          {Label: PublishedSelector()},
-			CRDMetadata(): {Label: labels.SelectorFromSet(labels.Set{
-				oriav1alpha1.LabelOLMOwnerKind: oriav1alpha1.OLMOwnerKindClusterExtension,
-			})},
+			CRDMetadata():                {Label: olm.InstalledByExtension()},
 		},
 	}, nil
 }

@@ -23,6 +23,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/olm"
 )
 
 // Kinds of oria's own objects, as written in ownerReferences.
@@ -216,8 +217,5 @@ func isExtensionRef(ref *metav1.OwnerReference, name string) bool {
 // IsBundleRole reports whether obj was installed by operator-controller for
 // the extension named name (its owner labels say so) and is not oria's.
 func IsBundleRole(obj metav1.Object, name string) bool {
-	l := obj.GetLabels()
-	return l[oriav1alpha1.LabelManagedBy] != oriav1alpha1.ManagedByValue &&
-		l[oriav1alpha1.LabelOLMOwnerKind] == oriav1alpha1.OLMOwnerKindClusterExtension &&
-		l[oriav1alpha1.LabelOLMOwnerName] == name
+	return obj.GetLabels()[oriav1alpha1.LabelManagedBy] != oriav1alpha1.ManagedByValue && olm.ExtensionOf(obj) == name
 }

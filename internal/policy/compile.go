@@ -48,6 +48,10 @@ func ObjectName(policy string) string {
 	return names.Join("rbacpolicy", policy)
 }
 
+// CRDName is the name of the CRD that serves an API a policy names:
+// "<resource>.<group>".
+func CRDName(a oriav1alpha1.APIRef) string { return a.Resource + "." + a.Group }
+
 // PolicyLabels are the labels of the objects compiled from the policy.
 func PolicyLabels(policy string) map[string]string { return ownership.PolicyLabels(policy) }
 
@@ -117,7 +121,7 @@ func coveredAPIs(refs []oriav1alpha1.APIRef, crdNames []string) (covered, missin
 			have[n] = true
 		}
 		for _, r := range refs {
-			n := r.Resource + "." + r.Group
+			n := CRDName(r)
 			if have[n] {
 				covered = append(covered, n)
 			} else {

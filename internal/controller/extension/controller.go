@@ -34,6 +34,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/reconciler"
 )
@@ -159,11 +160,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 // toExtension maps an object operator-controller installed to its
 // ClusterExtension.
 func toExtension(_ context.Context, o client.Object) []reconcile.Request {
-	l := o.GetLabels()
-	if l[oriav1alpha1.LabelOLMOwnerKind] != oriav1alpha1.OLMOwnerKindClusterExtension || l[oriav1alpha1.LabelOLMOwnerName] == "" {
+	ext := olm.ExtensionOf(o)
+	if ext == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: l[oriav1alpha1.LabelOLMOwnerName]}}}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ext}}}
 }
 
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterextensions,verbs=get;list;watch

@@ -32,6 +32,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/reconciler"
 )
 
@@ -131,7 +132,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			builder.WithPredicates(manager.ExtensionChanged())).
 		WatchesMetadata(manager.CRDMetadata(), handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request {
-				return r.policiesOf(ctx, o.GetLabels()[oriav1alpha1.LabelOLMOwnerName])
+				return r.policiesOf(ctx, olm.ExtensionOf(o))
 			})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)})
 	if opts.BundleRoles != nil {
@@ -139,7 +140,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		// withheld (or bound again) by the policies of its extension.
 		b = b.WatchesRawSource(source.Kind(opts.BundleRoles, manager.ClusterRoleMetadata(),
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
-				return r.policiesOf(ctx, o.GetLabels()[oriav1alpha1.LabelOLMOwnerName])
+				return r.policiesOf(ctx, olm.ExtensionOf(o))
 			})))
 	}
 	return b.Complete(r)
