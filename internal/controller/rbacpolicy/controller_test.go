@@ -108,7 +108,7 @@ func TestUnmanagedExtensionRevokes(t *testing.T) {
 	testutil.SetRBACMode(t, k8sClient, ext.Name, "Sometimes")
 	got = waitReady(t, p.Name, oriav1alpha1.ReasonInvalidMode)
 	assert.Contains(t, readyMessage(got), `invalid oria.operatorframework.io/rbac-mode annotation "Sometimes"`)
-	assert.Contains(t, readyMessage(got), "in force: view access in 1 namespaces")
+	assert.Contains(t, readyMessage(got), "the grant in force stays, in 1 namespaces")
 	getTemplate(t, p.Name)
 
 	testutil.SetRBACMode(t, k8sClient, ext.Name, oriav1alpha1.RBACModeUnmanaged)

@@ -38,7 +38,7 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 		msg := p.message
 		if st.Scope != "" {
 			// Say what stays in force (the compiled objects are kept).
-			msg += fmt.Sprintf(" (in force: %s access %s)", policy.Spec.Access, describeBound(st))
+			msg += fmt.Sprintf(" (the grant in force stays, %s)", describeBound(st))
 		}
 		ready(metav1.ConditionFalse, p.reason, msg)
 		return st

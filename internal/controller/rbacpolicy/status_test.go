@@ -53,7 +53,7 @@ func TestComputeStatus(t *testing.T) {
 		p:    &plan{decision: decisionKeep, reason: oriav1alpha1.ReasonInvalidSubject, message: "bad subject"},
 		want: oriav1alpha1.RBACPolicyStatus{ObservedGeneration: 2, APIs: []string{"old.example.com"}, Scope: oriav1alpha1.ScopeNamespaces,
 			BoundNamespaces: []string{"team-a"}, BoundNamespaceCount: 1, ScopeTemplateName: "rbacpolicy-devs", ScopeInstanceName: "rbacpolicy-devs",
-			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonInvalidSubject, "bad subject")},
+			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonInvalidSubject, "bad subject (the grant in force stays, in 1 namespaces)")},
 	}, {
 		name: "revoked: the grant is gone from the status too",
 		p:    &plan{decision: decisionRevoke, reason: oriav1alpha1.ReasonExtensionNotFound, message: "no extension"},
