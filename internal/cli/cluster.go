@@ -133,7 +133,8 @@ func (s *Snapshot) fallback(ctx context.Context, c client.Reader, l listing, wha
 			s.Extensions = append(s.Extensions, ce)
 		}
 		return true, nil
-	case l.name == "ClusterRoles" && len(what.Extensions) > 0:
+	case l.name == "ClusterRoles" && len(what.Extensions) > 0 && !what.Bindings:
+		// (access needs every role a binding may name: no fallback.)
 		for _, name := range what.Extensions {
 			for _, api := range ExtensionAPIs(s.CRDs, name) {
 				for _, k := range names.RoleKinds {
