@@ -120,6 +120,11 @@ func extensionStatus(s *Snapshot, ce *ocv1.ClusterExtension) ExtensionStatus {
 	}
 	if v, ok := ce.Annotations[oriav1alpha1.AnnotationRBACMode]; ok {
 		st.Mode = v
+		if _, valid := oriav1alpha1.ParseRBACMode(v); !valid {
+			// What is in force is what was before the typo; oria changes
+			// nothing until it is fixed (RBACManaged=False, InvalidMode).
+			st.Mode = fmt.Sprintf("invalid %q", v)
+		}
 	} else if cond != nil {
 		if m, ok := oriav1alpha1.ParseRBACMode(cond.Reason); ok {
 			st.Mode, st.ModeFromDefault = string(m), true

@@ -153,3 +153,18 @@ func TestStatusTable(t *testing.T) {
 		t.Errorf("StatusTable (-want +got):\n%s", d)
 	}
 }
+
+// TestStatusInvalidMode: a typo in the mode annotation is shown as such,
+// not as a mode.
+func TestStatusInvalidMode(t *testing.T) {
+	s := &Snapshot{Extensions: []ocv1.ClusterExtension{
+		extension("argocd", "legacy", &metav1.Condition{Type: oriav1alpha1.TypeRBACManaged, Status: metav1.ConditionFalse, Reason: "InvalidMode"}),
+	}}
+	report, err := Status(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(report) != 1 || report[0].Mode != `invalid "legacy"` {
+		t.Errorf("report %+v, want mode invalid \"legacy\"", report)
+	}
+}
