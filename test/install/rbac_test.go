@@ -115,7 +115,7 @@ func TestInstalledOria(t *testing.T) {
 		testutil.ServiceAccount("operator", ceilingNS)))
 	asi := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: attenuated}, Spec: oriav1alpha1.ScopeInstanceSpec{
 		ScopeTemplateName: attenuated, Namespaces: []string{ceilingNS},
-		ServiceAccount:    &oriav1alpha1.ServiceAccountReference{Namespace: ceilingNS, Name: "ceiling"}}}
+		ServiceAccount: &oriav1alpha1.ServiceAccountReference{Namespace: ceilingNS, Name: "ceiling"}}}
 	testutil.Create(t, k8sClient, asi)
 	wait(asi, oriav1alpha1.ReasonBound)
 
