@@ -3,6 +3,8 @@
 package controller
 
 import (
+	"context"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/operator-framework/oria/internal/controller/extension"
@@ -24,6 +26,9 @@ func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 	// that read them.
 	bundleRoles, err := manager.NewBundleRoleCache(mgr)
 	if err != nil {
+		return err
+	}
+	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	for _, setup := range []func() error{

@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,18 +29,17 @@ const (
 	// IndexNamespaces indexes ScopeInstances by each of spec.namespaces: the
 	// instances that list a namespace.
 	IndexNamespaces = "spec.namespaces"
+	// IndexPolicyExtension indexes RBACPolicies by spec.extensionName, to
+	// find the policies of an extension when it or what it installed
+	// changes.
+	IndexPolicyExtension = "spec.extensionName"
 )
 
-// indexed remembers the indexers SetupIndexes has run on: both controllers
-// call it and an informer refuses an index registered twice.
-var indexed sync.Map
-
-// SetupIndexes registers the indexes on indexer (a manager's field indexer)
-// once; later calls with the same indexer do nothing.
+// SetupIndexes registers every index the controllers use on indexer (a
+// manager's field indexer), once per manager, at setup (as kueue's
+// indexer.Setup): controller.SetupAll and the test managers call it before
+// any controller, so no controller registers one of its own.
 func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	if _, done := indexed.LoadOrStore(indexer, true); done {
-		return nil
-	}
 	for _, ix := range []struct {
 		obj   client.Object
 		field string
@@ -59,6 +57,9 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 			}
 			return out
 		}},
+		{&oriav1alpha1.RBACPolicy{}, IndexPolicyExtension, func(o client.Object) []string {
+			return []string{o.(*oriav1alpha1.RBACPolicy).Spec.ExtensionName}
+		}},
 		{&oriav1alpha1.ScopeInstance{}, IndexNamespaces, func(o client.Object) []string {
 			return o.(*oriav1alpha1.ScopeInstance).Spec.Namespaces
 		}},
@@ -70,7 +71,6 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		}},
 	} {
 		if err := indexer.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
-			indexed.Delete(indexer)
 			return fmt.Errorf("indexing %T by %s: %w", ix.obj, ix.field, err)
 		}
 	}

@@ -83,6 +83,9 @@ func StartManager(cfg *rest.Config, setup func(ctrl.Manager) error) (ctrl.Manage
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, nil, err
+	}
 	if err := setup(mgr); err != nil {
 		return nil, nil, err
 	}

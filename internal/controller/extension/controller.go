@@ -114,9 +114,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if _, ok := oriav1alpha1.ParseRBACMode(string(opts.DefaultMode)); !ok {
 		return fmt.Errorf("invalid default RBAC mode %q", opts.DefaultMode)
 	}
-	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	bundleCache := opts.BundleRoles
 	var err error
 	if bundleCache == nil {

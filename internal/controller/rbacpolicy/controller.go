@@ -48,10 +48,6 @@ const (
 // it goes away.
 const DefaultRecheckInterval = 30 * time.Second
 
-// extensionNameIndex indexes RBACPolicies by spec.extensionName, to find the
-// policies of an extension when it or its CRDs change.
-const extensionNameIndex = "spec.extensionName"
-
 // DefaultMaxConcurrentReconciles is how many policies are reconciled at
 // once.
 const DefaultMaxConcurrentReconciles = 4
@@ -118,10 +114,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &oriav1alpha1.RBACPolicy{}, extensionNameIndex,
-		func(o client.Object) []string { return []string{o.(*oriav1alpha1.RBACPolicy).Spec.ExtensionName} }); err != nil {
-		return fmt.Errorf("indexing RBACPolicies by extension: %w", err)
-	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&oriav1alpha1.RBACPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -151,7 +143,7 @@ func (r *Reconciler) policiesOf(ctx context.Context, extension string) []reconci
 	if extension == "" {
 		return nil
 	}
-	return reconciler.Requests(ctx, r.Client, &oriav1alpha1.RBACPolicyList{}, client.MatchingFields{extensionNameIndex: extension})
+	return reconciler.Requests(ctx, r.Client, &oriav1alpha1.RBACPolicyList{}, client.MatchingFields{manager.IndexPolicyExtension: extension})
 }
 
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=rbacpolicies,verbs=get;list;watch

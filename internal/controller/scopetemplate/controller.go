@@ -100,9 +100,6 @@ type Reconciler struct {
 // SetupWithManager registers the controller (and the shared binding
 // indexes) with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	bindings, err := manager.NewInstanceBindings(context.Background(), mgr.GetCache())
 	if err != nil {
 		return err
