@@ -59,7 +59,7 @@ func (p operatorPackage) bundleRoleName() string {
 // version with the given APIs: a ClusterServiceVersion (AllNamespaces, one
 // Deployment with no replicas: no kubelet runs here), the CRDs, the
 // bundle-provided view role of widgets, and metadata/annotations.yaml.
-func (p operatorPackage) bundleFiles(version string, apis []api) (map[string][]byte, error) {
+func (p operatorPackage) bundleFiles(version string, apis []api, noRole bool) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	add := func(path string, obj any) error {
 		b, err := yaml.Marshal(obj)
@@ -100,15 +100,17 @@ func (p operatorPackage) bundleFiles(version string, apis []api) (map[string][]b
 		}
 		owned = append(owned, map[string]any{"name": p.crdName(a), "version": "v1", "kind": a.kind, "displayName": a.kind})
 	}
-	role := &rbacv1.ClusterRole{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: p.bundleRoleName()},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{p.group}, Resources: []string{widgets.plural}, Verbs: []string{"get", "list", "watch"},
-		}},
-	}
-	if err := add("manifests/"+p.bundleRoleName()+".clusterrole.yaml", role); err != nil {
-		return nil, err
+	if !noRole {
+		role := &rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: p.bundleRoleName()},
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{p.group}, Resources: []string{widgets.plural}, Verbs: []string{"get", "list", "watch"},
+			}},
+		}
+		if err := add("manifests/"+p.bundleRoleName()+".clusterrole.yaml", role); err != nil {
+			return nil, err
+		}
 	}
 	sa := p.name + "-operator"
 	csv := map[string]any{
@@ -184,6 +186,8 @@ func bundleLabels(pkg string) map[string]string {
 type release struct {
 	version string
 	apis    []api
+	// noBundleRole leaves the bundle's ClusterRole out.
+	noBundleRole bool
 }
 
 // publish builds the bundle images of releases and a File-Based Catalog
@@ -194,7 +198,7 @@ func (p operatorPackage) publish(ctx context.Context, releases ...release) (stri
 	docs := []string{fmt.Sprintf("schema: olm.package\nname: %s\ndefaultChannel: stable", p.name)}
 	var entries []string
 	for i, r := range releases {
-		files, err := p.bundleFiles(r.version, r.apis)
+		files, err := p.bundleFiles(r.version, r.apis, r.noBundleRole)
 		if err != nil {
 			return "", err
 		}

@@ -47,8 +47,8 @@ func serveCatalog(t *testing.T, p operatorPackage, releases ...release) {
 
 // install creates the namespace p.name with an installer ServiceAccount
 // bound to installerRole, and a ClusterExtension p.name installing p (at
-// version, when not empty) into it, in mode (none: oria's default), and
-// waits until operator-controller reports it Installed. The clean-up
+// version, when not empty) into it, waits until operator-controller reports
+// it Installed, then sets mode (none: oria's default). The clean-up
 // deletes the ClusterExtension and waits until it and its CRDs are gone.
 func install(t *testing.T, p operatorPackage, mode oriav1alpha1.RBACMode, version string) *ocv1.ClusterExtension {
 	t.Helper()
@@ -72,9 +72,6 @@ func install(t *testing.T, p operatorPackage, mode oriav1alpha1.RBACMode, versio
 			},
 		},
 	}
-	if mode != "" {
-		ce.Annotations = map[string]string{oriav1alpha1.AnnotationRBACMode: string(mode)}
-	}
 	testutil.Create(t, k8sClient, ce)
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -91,6 +88,13 @@ func install(t *testing.T, p operatorPackage, mode oriav1alpha1.RBACMode, versio
 		_ = k8sClient.Delete(ctx, testutil.Namespace(ns, nil))
 	})
 	waitInstalled(t, ce.Name, "")
+	if mode != "" {
+		// As an admin does: `kubectl annotate` once it is installed. (Set
+		// at creation, oria may see the CRDs before Helm has created the
+		// bundle's ClusterRoles and generate one of them first: see
+		// TestBundleRoleAfterGeneratedRole.)
+		testutil.SetRBACMode(t, k8sClient, ce.Name, mode)
+	}
 	return ce
 }
 

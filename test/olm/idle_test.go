@@ -38,8 +38,8 @@ const idleWindow = 60 * time.Second
 func TestNoFight(t *testing.T) {
 	testutil.NeedCluster(t)
 	legacy, fine := newPackage("idle-legacy"), newPackage("idle-fine")
-	serveCatalog(t, legacy, release{"1.0.0", apisV1})
-	serveCatalog(t, fine, release{"1.0.0", apisV1})
+	serveCatalog(t, legacy, release{version: "1.0.0", apis: apisV1})
+	serveCatalog(t, fine, release{version: "1.0.0", apis: apisV1})
 	install(t, legacy, oriav1alpha1.RBACModeLegacy, "")
 	install(t, fine, oriav1alpha1.RBACModeFineGrained, "")
 	bindBuiltin(t, "view", "idle-viewer", legacy.name)

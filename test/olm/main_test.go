@@ -133,6 +133,14 @@ func setup() (func(int), error) {
 				tail(kcmLog.Name(), 50)
 			}
 		}
+		if code != 0 || os.Getenv("ORIA_OLM_KEEP") != "" {
+			// The whole logs, for what the tails above do not explain.
+			fmt.Fprintf(os.Stderr, "olm suite: logs kept in %s (kube-controller-manager: %v)\n", workDir, kcmLog != nil)
+			if kcmLog != nil {
+				_ = os.Rename(kcmLog.Name(), filepath.Join(workDir, "kube-controller-manager.log"))
+			}
+			return
+		}
 		_ = os.RemoveAll(workDir)
 		if kcmLog != nil {
 			_ = os.Remove(kcmLog.Name())

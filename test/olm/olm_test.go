@@ -2,7 +2,9 @@ package olm
 
 import (
 	"context"
+	"os"
 	"testing"
+	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	"github.com/stretchr/testify/assert"
@@ -27,9 +29,9 @@ func TestInstallUnmanaged(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
 	p := newPackage("unmanaged")
-	serveCatalog(t, p, release{"1.0.0", apisV1})
-	bindBuiltin(t, "admin", "ns-admin", p.name) // the namespace exists once installed
+	serveCatalog(t, p, release{version: "1.0.0", apis: apisV1})
 	ce := install(t, p, "", "")
+	bindBuiltin(t, "admin", "ns-admin", p.name)
 
 	for _, a := range apisV1 {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -59,7 +61,7 @@ func TestLegacy(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
 	p := newPackage("legacy")
-	serveCatalog(t, p, release{"1.0.0", apisV1})
+	serveCatalog(t, p, release{version: "1.0.0", apis: apisV1})
 	ns := p.name
 	ce := install(t, p, oriav1alpha1.RBACModeLegacy, "")
 	bindBuiltin(t, "view", "viewer", ns)
@@ -107,7 +109,7 @@ func TestLegacy(t *testing.T) {
 func TestFineGrained(t *testing.T) {
 	testutil.NeedCluster(t)
 	p := newPackage("finegrained")
-	serveCatalog(t, p, release{"1.0.0", apisV1})
+	serveCatalog(t, p, release{version: "1.0.0", apis: apisV1})
 	ns := p.name
 	ce := install(t, p, oriav1alpha1.RBACModeFineGrained, "")
 	bindBuiltin(t, "admin", "ns-admin", ns)
@@ -145,7 +147,7 @@ func TestUpgrade(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
 	p := newPackage("upgrade")
-	serveCatalog(t, p, release{"1.0.0", apisV1}, release{"2.0.0", apisV2})
+	serveCatalog(t, p, release{version: "1.0.0", apis: apisV1}, release{version: "2.0.0", apis: apisV2})
 	ns := p.name
 	ce := install(t, p, oriav1alpha1.RBACModeFineGrained, "1.0.0")
 	waitInstalled(t, ce.Name, "1.0.0")
@@ -203,7 +205,7 @@ func TestUninstall(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
 	p := newPackage("uninstall")
-	serveCatalog(t, p, release{"1.0.0", apisV1})
+	serveCatalog(t, p, release{version: "1.0.0", apis: apisV1})
 	ns := p.name
 	ce := install(t, p, oriav1alpha1.RBACModeFineGrained, "")
 	waitRBACManaged(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonFineGrained)
@@ -233,4 +235,49 @@ func TestUninstall(t *testing.T) {
 	}, testutil.Timeout, testutil.Interval)
 	eventuallyAccess(t, false, access(p, "dave", "list", widgets, ns), access(p, "dave", "list", gadgets, ns))
 	assert.True(t, apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(ce), &ocv1.ClusterExtension{})))
+}
+
+// TestBundleRoleAfterGeneratedRole: a Legacy extension whose 1.0.0 bundle
+// ships no role of its own is upgraded to 1.1.0, whose bundle ships a
+// ClusterRole under the name oria already generated (widgets' view role).
+// The same race happens at an install whose ClusterExtension is created in
+// Legacy or FineGrained mode, when oria sees the CRDs before Helm has
+// created the bundle's ClusterRoles (Helm creates CRDs first).
+// operator-controller must end up owning the role, oria must honour it, and
+// both must then stay quiet.
+func TestBundleRoleAfterGeneratedRole(t *testing.T) {
+	testutil.NeedCluster(t)
+	if os.Getenv("ORIA_OLM_KNOWN_FAILURES") == "" {
+		t.Skip("known failure, found by this suite (set ORIA_OLM_KNOWN_FAILURES=1 to run it): " +
+			"a ClusterRole oria generated (app.kubernetes.io/managed-by=oria, no Helm annotations) under a name the new bundle ships " +
+			"blocks operator-controller v1.2.0's upgrade: Helm refuses it (\"exists and cannot be imported into the current release: " +
+			"invalid ownership metadata\"), the extension stays at 1.0.0, and oria keeps its role; with the mode set when the " +
+			"ClusterExtension is created, the same race at install makes oria and operator-controller rewrite and delete the role in a loop")
+	}
+	ctx := context.Background()
+	p := newPackage("takeover")
+	serveCatalog(t, p, release{version: "1.0.0", apis: apisV1, noBundleRole: true}, release{version: "1.1.0", apis: apisV1})
+	ns := p.name
+	ce := install(t, p, oriav1alpha1.RBACModeLegacy, "1.0.0")
+	bindBuiltin(t, "view", "viewer", ns)
+	waitRBACManaged(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy)
+	// 1.0.0 ships no role: oria generates widgets' view role too.
+	eventuallyRoles(t, ce.Name, append(wantRoles(p, apisV1), p.bundleRoleName()))
+
+	upgraded := &ocv1.ClusterExtension{ObjectMeta: metav1.ObjectMeta{Name: ce.Name}}
+	testutil.Update(t, k8sClient, upgraded, func() { upgraded.Spec.Source.Catalog.Version = "1.1.0" })
+	waitInstalled(t, ce.Name, "1.1.0")
+
+	w := watchWrites(t, []string{ns})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		n := w.count()
+		time.Sleep(10 * time.Second)
+		assert.Equal(c, n, w.count(), "writes while settling: %v", w.since(n))
+	}, 2*time.Minute, time.Second, "oria and operator-controller do not settle on the bundle's role")
+	role := bundleRole(t, p)
+	assertInstalledBy(t, role, ce.Name)
+	assert.Equal(t, "true", role.Labels[oriav1alpha1.LabelAggregateToView])
+	eventuallyRoles(t, ce.Name, wantRoles(p, apisV1))
+	eventuallyAccess(t, true, access(p, "viewer", "list", widgets, ns))
+	_ = ctx
 }
