@@ -54,6 +54,10 @@ localcluster:
 controlplane: ## Build (once, cached outside the clone) etcd, kube-apiserver and kube-controller-manager.
 	@hack/controlplane.sh >/dev/null
 
+.PHONY: olm
+olm: ## Build (once, cached outside the clone) OLM v1: operator-controller and catalogd v1.2.0, for test/olm.
+	@hack/olm.sh >/dev/null
+
 ##@ Run
 
 .PHONY: run
@@ -98,7 +102,7 @@ undeploy: ## Remove what `make deploy` installed (the CRDs too, and with them ev
 ##@ Test
 
 .PHONY: test
-test: controlplane verify ## Everything: checks, unit, integration (envtest) and end-to-end tests.
+test: controlplane olm verify ## Everything: checks, unit, integration (envtest) and end-to-end tests.
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: verify
