@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -21,6 +22,9 @@ import (
 
 // plan is what one reconcile read and decided.
 type plan struct {
+	// recheck is how often the controller looks again at what it does not
+	// watch (the configured interval), for the status messages.
+	recheck time.Duration
 	// specErr is set when the spec (or its template) must be fixed by the
 	// user: nothing is written then, existing bindings stay.
 	specErr  *binding.SpecError
@@ -64,7 +68,7 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 		serr = &binding.SpecError{Reason: oriav1alpha1.ReasonInvalidSpec, Message: err.Error() + "; nothing is changed until it is fixed"}
 	}
 	if serr != nil {
-		p := &plan{specErr: serr, attenuated: si.Spec.ServiceAccount != nil}
+		p := &plan{specErr: serr, attenuated: si.Spec.ServiceAccount != nil, recheck: r.recheck()}
 		if p.attenuated {
 			if p.staleRBs, p.staleCRBs, err = r.frozen(ctx, si); err != nil {
 				return nil, err
@@ -112,7 +116,7 @@ func (r *Reconciler) resolve(ctx context.Context, si *oriav1alpha1.ScopeInstance
 		return nil, &binding.SpecError{Reason: oriav1alpha1.ReasonTemplateInvalid, Message: fmt.Sprintf(
 			"ScopeTemplate %q is not valid (%s: %s); existing bindings are kept until it is fixed", t.Name, serr.Reason, serr.Message)}, nil
 	}
-	p := &plan{template: t}
+	p := &plan{template: t, recheck: r.recheck()}
 	if binding.IsClusterWide(si.Spec) {
 		if serr := binding.ValidateClusterSubjects(t.Spec.BindingTemplate.Subjects); serr != nil {
 			serr.Message = fmt.Sprintf("ScopeTemplate %q: %s", t.Name, serr.Message)

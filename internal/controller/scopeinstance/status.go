@@ -1,6 +1,7 @@
 package scopeinstance
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -66,7 +67,7 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 		}
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonForbidden, fmt.Sprintf(
 			"ServiceAccount %s/%s (spec.serviceAccount) may not grant %d binding(s), %s: %s (%s; oria tries again every %s)",
-			sa.Namespace, sa.Name, len(res.summary.Forbidden), written, errorList(res.summary.Forbidden, 3), boundWhere(p, st), DefaultRecheckInterval))
+			sa.Namespace, sa.Name, len(res.summary.Forbidden), written, errorList(res.summary.Forbidden, 3), boundWhere(p, st), cmp.Or(p.recheck, DefaultRecheckInterval)))
 	case len(p.targets.Missing) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound,
 			fmt.Sprintf("namespace(s) %s do not exist; they are bound as soon as they are created (bound in %d other namespace(s))",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,8 @@ import (
 
 // plan is what one reconcile of a template read and decided.
 type plan struct {
+	// recheck is the configured recheck interval, for the status messages.
+	recheck time.Duration
 	// instances are the names of the ScopeInstances using the template,
 	// sorted.
 	instances []string
@@ -48,7 +51,7 @@ func (r *Reconciler) gather(ctx context.Context, t *oriav1alpha1.ScopeTemplate) 
 	if err := r.Client.List(ctx, &instances, client.MatchingFields{manager.IndexScopeTemplateName: t.Name}); err != nil {
 		return nil, fmt.Errorf("listing the ScopeInstances of the template: %w", err)
 	}
-	p := &plan{}
+	p := &plan{recheck: r.recheck()}
 	var attenuated []string
 	for _, si := range instances.Items {
 		p.instances = append(p.instances, si.Name)

@@ -1,6 +1,7 @@
 package scopetemplate
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -41,7 +42,7 @@ func computeStatus(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err
 	case len(p.missing) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound, fmt.Sprintf(
 			"ClusterRole(s) %s do not exist: bindings to them grant nothing until they are created (oria looks again every %s)",
-			status.Enumerate(quoted(p.missing), 10), DefaultRecheckInterval))
+			status.Enumerate(quoted(p.missing), 10), cmp.Or(p.recheck, DefaultRecheckInterval)))
 	case len(p.held) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, heldMessage(p.held))
 	case len(p.instances) == 0:
