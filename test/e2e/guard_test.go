@@ -17,12 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/admission"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
 // guardDenied is how the API server starts the message of a refusal by the
 // escalation guard.
-const guardDenied = `admission webhook "escalation-guard.oria.operatorframework.io" denied the request: oria: `
+const guardDenied = `admission webhook "` + admission.WebhookName + `" denied the request: oria: `
 
 // delegate creates a user who may create and update oria's three kinds and
 // nothing else (what an admin gives a "platform team" to manage operator
