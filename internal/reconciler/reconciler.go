@@ -12,12 +12,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,19 +158,68 @@ func Requests(ctx context.Context, c client.Reader, list client.ObjectList, opts
 // user should look at (not True, a new reason; Progressing is only a
 // moment, and a Conflict is warned about where it is found) is recorded as
 // one Warning event with that reason and message. Nothing is recorded
-// while the condition stays as it was, nor for a write held back.
-func WarnOnTransition[T client.Object](rec events.EventRecorder, conditions func(T) []metav1.Condition,
+// while the condition stays as it was, nor for a write held back. A
+// reconcile that ran on a cache not showing the previous status yet would
+// see the same transition again: what was warned about is remembered per
+// object in ws, which lives on the reconciler (until the object is Ready
+// again, or for warnMemory).
+func WarnOnTransition[T client.Object](ws *Warnings, rec events.EventRecorder, conditions func(T) []metav1.Condition,
 	patch func(context.Context, T, T) (time.Duration, error)) func(context.Context, T, T) (time.Duration, error) {
 	return func(ctx context.Context, before, after T) (time.Duration, error) {
 		hold, err := patch(ctx, before, after)
 		if err != nil || hold > 0 || rec == nil {
 			return hold, err
 		}
-		if c := enteredTrouble(conditions(before), conditions(after)); c != nil {
-			rec.Eventf(after, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
+		ws.mu.Lock()
+		defer ws.mu.Unlock()
+		if ws.warned == nil {
+			ws.warned = map[types.UID]warning{}
 		}
+		warned := ws.warned
+		now := time.Now()
+		if ready := meta.FindStatusCondition(conditions(after), oriav1alpha1.TypeReady); ready == nil || ready.Status == metav1.ConditionTrue {
+			delete(warned, after.GetUID())
+			return hold, nil
+		}
+		c := enteredTrouble(conditions(before), conditions(after))
+		if c == nil {
+			return hold, nil
+		}
+		w := warning{status: c.Status, reason: c.Reason, at: now}
+		if last, ok := warned[after.GetUID()]; ok && last.status == w.status && last.reason == w.reason && now.Sub(last.at) < warnMemory {
+			return hold, nil
+		}
+		if len(warned) >= maxWarned {
+			for uid, last := range warned {
+				if now.Sub(last.at) >= warnMemory {
+					delete(warned, uid)
+				}
+			}
+		}
+		warned[after.GetUID()] = w
+		rec.Eventf(after, nil, corev1.EventTypeWarning, c.Reason, "Reconcile", "%s", c.Message)
 		return hold, nil
 	}
+}
+
+// warnMemory is how long a warning is remembered; maxWarned how many
+// objects' warnings are kept before the old ones are dropped.
+const (
+	warnMemory = 10 * time.Minute
+	maxWarned  = 10000
+)
+
+// Warnings remembers what a controller warned about, per object; the zero
+// value is ready to use.
+type Warnings struct {
+	mu     sync.Mutex
+	warned map[types.UID]warning
+}
+
+type warning struct {
+	status metav1.ConditionStatus
+	reason string
+	at     time.Time
 }
 
 // enteredTrouble returns the Ready condition of after when it differs in

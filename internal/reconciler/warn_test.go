@@ -36,7 +36,7 @@ func TestWarnOnTransition(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := events.NewFakeRecorder(10)
-			patch := WarnOnTransition(rec, func(o *oriav1alpha1.ScopeInstance) []metav1.Condition { return o.Status.Conditions },
+			patch := WarnOnTransition(&Warnings{}, rec, func(o *oriav1alpha1.ScopeInstance) []metav1.Condition { return o.Status.Conditions },
 				func(context.Context, *oriav1alpha1.ScopeInstance, *oriav1alpha1.ScopeInstance) (time.Duration, error) {
 					return tc.hold, tc.err
 				})
@@ -55,5 +55,40 @@ func TestWarnOnTransition(t *testing.T) {
 				t.Errorf("%d more events", len(rec.Events))
 			}
 		})
+	}
+}
+
+// TestWarnOnTransitionStaleCache: a second reconcile that sees the same
+// transition (its cache did not show the first status yet) records nothing
+// more; once Ready, a new problem is recorded again.
+func TestWarnOnTransitionStaleCache(t *testing.T) {
+	rec := events.NewFakeRecorder(10)
+	patch := WarnOnTransition(&Warnings{}, rec, func(o *oriav1alpha1.ScopeInstance) []metav1.Condition { return o.Status.Conditions },
+		func(context.Context, *oriav1alpha1.ScopeInstance, *oriav1alpha1.ScopeInstance) (time.Duration, error) {
+			return 0, nil
+		})
+	obj := func(conds ...metav1.Condition) *oriav1alpha1.ScopeInstance {
+		si := &oriav1alpha1.ScopeInstance{Status: oriav1alpha1.ScopeInstanceStatus{Conditions: conds}}
+		si.UID = "uid-1"
+		return si
+	}
+	bad := metav1.Condition{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionFalse, Reason: "NamespaceNotFound"}
+	good := metav1.Condition{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionTrue, Reason: "Bound"}
+	for _, step := range []struct {
+		before, after *oriav1alpha1.ScopeInstance
+		events        int
+	}{
+		{obj(), obj(bad), 1},
+		{obj(), obj(bad), 0}, // the stale cache's second look
+		{obj(bad), obj(good), 0},
+		{obj(good), obj(bad), 1},
+	} {
+		_, _ = patch(context.Background(), step.before, step.after)
+		if len(rec.Events) != step.events {
+			t.Fatalf("%d events, want %d", len(rec.Events), step.events)
+		}
+		for len(rec.Events) > 0 {
+			<-rec.Events
+		}
 	}
 }

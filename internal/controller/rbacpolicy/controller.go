@@ -82,6 +82,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder emits Events on policies.
 	Recorder events.EventRecorder
+
+	// warnings remembers the Warning events recorded (WarnOnTransition).
+	warnings reconciler.Warnings
 	// DefaultMode: see Options.
 	DefaultMode oriav1alpha1.RBACMode
 	// ConflictRecheckInterval: see Options.
@@ -167,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Status: func(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err error) {
 			policy.Status = computeStatus(policy, p, out, err)
 		},
-		Patch: reconciler.WarnOnTransition(r.Recorder, func(o *oriav1alpha1.RBACPolicy) []metav1.Condition { return o.Status.Conditions },
+		Patch: reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.RBACPolicy) []metav1.Condition { return o.Status.Conditions },
 			reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.RBACPolicy) any { return o.Status })),
 		Requeue: func(p *plan, out result) time.Duration {
 			recheck := cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)

@@ -142,6 +142,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder emits Events on instances.
 	Recorder events.EventRecorder
+
+	// warnings remembers the Warning events recorded (WarnOnTransition).
+	warnings reconciler.Warnings
 	// Workers: see Options.
 	Workers int
 	// ConflictRecheckInterval: see Options.
@@ -274,7 +277,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Status: func(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) {
 			si.Status = computeStatus(si, p, res, err)
 		},
-		Patch: reconciler.WarnOnTransition(r.Recorder, func(o *oriav1alpha1.ScopeInstance) []metav1.Condition { return o.Status.Conditions },
+		Patch: reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.ScopeInstance) []metav1.Condition { return o.Status.Conditions },
 			reconciler.SpacedStatusPatch(r.Client, r.Spacing, func(o *oriav1alpha1.ScopeInstance) any { return o.Status },
 				func(before, after *oriav1alpha1.ScopeInstance) bool {
 					return routineChange(before.Status, after.Status)

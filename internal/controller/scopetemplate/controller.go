@@ -89,6 +89,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder emits Events on templates.
 	Recorder events.EventRecorder
+
+	// warnings remembers the Warning events recorded (WarnOnTransition).
+	warnings reconciler.Warnings
 	// ConflictRecheckInterval: see Options.
 	ConflictRecheckInterval time.Duration
 	// Bindings looks up an instance's cached bindings by index (new inline
@@ -197,7 +200,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		Status: func(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err error) {
 			t.Status = computeStatus(t, p, s, err)
 		},
-		Patch: reconciler.WarnOnTransition(r.Recorder, func(o *oriav1alpha1.ScopeTemplate) []metav1.Condition { return o.Status.Conditions },
+		Patch: reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.ScopeTemplate) []metav1.Condition { return o.Status.Conditions },
 			reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeTemplate) any { return o.Status })),
 		Requeue: func(p *plan, s engine.Summary) time.Duration {
 			return reconciler.Soonest(reconciler.RecheckIf(len(s.Conflicts) > 0 || len(p.missing) > 0, r.recheck()), s.Recheck(),
