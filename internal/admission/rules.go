@@ -103,9 +103,9 @@ func (a *Authorizer) rulesIn(ctx context.Context, user authenticationv1.UserInfo
 	}
 	out := &userRules{rules: map[string][]rbacv1.PolicyRule{}, complete: map[string]bool{}, key: map[string]string{}, memo: map[coverage]coverResult{}}
 	var (
-		mu     sync.Mutex
-		errs   []error
-		wg     sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
 		// A rules review is one request per namespace, not per
 		// permission: more of them in flight than reviews.
 		tokens = make(chan struct{}, 4*a.parallelism())
