@@ -128,8 +128,10 @@ type RBACPolicyStatus struct {
 	// +listType=atomic
 	BoundNamespaces []string `json:"boundNamespaces,omitempty"`
 
-	// boundNamespaceCount is the length of boundNamespaces.
+	// boundNamespaceCount is the length of boundNamespaces (0, not absent,
+	// when none: kubectl shows 0).
 	// +optional
+	// +kubebuilder:default=0
 	BoundNamespaceCount int32 `json:"boundNamespaceCount"`
 
 	// scopeTemplateName and scopeInstanceName name the objects the policy is

@@ -196,8 +196,10 @@ type ScopeInstanceStatus struct {
 	// +listType=atomic
 	BoundNamespaces []string `json:"boundNamespaces,omitempty"`
 
-	// boundNamespaceCount is the length of boundNamespaces.
+	// boundNamespaceCount is the length of boundNamespaces (0, not absent,
+	// when none: kubectl shows 0).
 	// +optional
+	// +kubebuilder:default=0
 	BoundNamespaceCount int32 `json:"boundNamespaceCount"`
 
 	// publication reports what spec.publication published and the last

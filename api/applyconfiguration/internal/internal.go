@@ -201,6 +201,7 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: boundNamespaceCount
       type:
         scalar: numeric
+      default: 0
     - name: boundNamespaces
       type:
         list:
@@ -275,6 +276,7 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: boundNamespaceCount
       type:
         scalar: numeric
+      default: 0
     - name: boundNamespaces
       type:
         list:

@@ -40,7 +40,8 @@ type RBACPolicyStatusApplyConfiguration struct {
 	// tracked entry by entry in managedFields, making every status write
 	// costly.)
 	BoundNamespaces []string `json:"boundNamespaces,omitempty"`
-	// boundNamespaceCount is the length of boundNamespaces.
+	// boundNamespaceCount is the length of boundNamespaces (0, not absent,
+	// when none: kubectl shows 0).
 	BoundNamespaceCount *int32 `json:"boundNamespaceCount,omitempty"`
 	// scopeTemplateName and scopeInstanceName name the objects the policy is
 	// compiled into.

@@ -43,7 +43,8 @@ type ScopeInstanceStatusApplyConfiguration struct {
 	// Bound) it is written at most once a second; bindings are not held
 	// back.
 	BoundNamespaces []string `json:"boundNamespaces,omitempty"`
-	// boundNamespaceCount is the length of boundNamespaces.
+	// boundNamespaceCount is the length of boundNamespaces (0, not absent,
+	// when none: kubectl shows 0).
 	BoundNamespaceCount *int32 `json:"boundNamespaceCount,omitempty"`
 	// publication reports what spec.publication published and the last
 	// restart it caused.
