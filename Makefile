@@ -110,8 +110,8 @@ verify: ## Fail if gofmt, go vet, go mod tidy or generated files are stale.
 	hack/verify.sh
 
 .PHONY: test-install
-test-install: controlplane ## Install tests: the rendered dist/install.yaml on the local control plane, oria as its ServiceAccount, two replicas (HA).
-	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test $(GO_TEST_FLAGS) -v ./test/install
+test-install: controlplane build-installer ## Install tests on dist/install.yaml (IMG): dry-run on the local control plane, oria as its ServiceAccount, two replicas (HA).
+	ORIA_INSTALL_YAML="$(CURDIR)/dist/install.yaml" ORIA_INSTALL_IMAGE="$(IMG)" KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test $(GO_TEST_FLAGS) -v ./test/install
 
 .PHONY: bench
 bench: build controlplane ## Scale benchmark against the local control plane (see docs/benchmarks.md).

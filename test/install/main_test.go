@@ -9,7 +9,8 @@
 //
 // By default the suite renders the install itself, with the same code as
 // `make build-installer IMG=example.com/oria:v0.1.0`; ORIA_INSTALL_YAML=path
-// tests a file rendered before (dist/install.yaml in CI).
+// tests a file rendered before, whose image ORIA_INSTALL_IMAGE names (`make
+// test-install IMG=...` renders dist/install.yaml and tests it).
 package install
 
 import (

@@ -35,8 +35,12 @@ const oriaDefaultCertDir = "/tmp/k8s-webhook-server/serving-certs"
 // issues, mounted where oria reads it.
 func TestRenderedInstall(t *testing.T) {
 	d, c := deployment(t)
-	if os.Getenv("ORIA_INSTALL_YAML") == "" {
-		assert.Equal(t, testImage, c.Image, "the image build-installer was given")
+	want := testImage
+	if os.Getenv("ORIA_INSTALL_YAML") != "" {
+		want = os.Getenv("ORIA_INSTALL_IMAGE") // make test-install: IMG
+	}
+	if want != "" {
+		assert.Equal(t, want, c.Image, "the image build-installer was given")
 	}
 	assert.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy)
 
