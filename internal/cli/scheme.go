@@ -1,28 +1,11 @@
 package cli
 
 import (
-	ocv1 "github.com/operator-framework/operator-controller/api/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/scheme"
 )
 
-// Scheme returns the plugin's scheme: Kubernetes' built-in types, CRDs,
-// ClusterExtensions and oria's kinds. The plugin builds its own rather
-// than import the manager's.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme,
-		apiextensionsv1.AddToScheme,
-		ocv1.AddToScheme,
-		oriav1alpha1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
-}
+// Scheme returns the plugin's scheme (package scheme, the manager's too,
+// without linking the manager).
+func Scheme() (*runtime.Scheme, error) { return scheme.New() }

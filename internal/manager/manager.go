@@ -10,14 +10,12 @@ import (
 	"fmt"
 	"time"
 
-	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -28,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/scheme"
 	"github.com/operator-framework/oria/internal/olm"
 )
 
@@ -131,21 +130,9 @@ type Options struct {
 	WebhookCertDir string
 }
 
-// Scheme returns a scheme with every type oria reads or writes.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme,
-		apiextensionsv1.AddToScheme,
-		ocv1.AddToScheme,
-		oriav1alpha1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
-}
+// Scheme returns a scheme with every type oria reads or writes
+// (scheme.New).
+func Scheme() (*runtime.Scheme, error) { return scheme.New() }
 
 // ManagedSelector selects the objects oria created.
 func ManagedSelector() labels.Selector {
