@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/scheme"
 	"github.com/operator-framework/oria/internal/olm"
+	"github.com/operator-framework/oria/internal/scheme"
 )
 
 // LeaderElectionID is the name of the Lease oria replicas elect a leader with.
