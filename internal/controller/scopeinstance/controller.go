@@ -96,6 +96,12 @@ var memo = engine.NewMemo()
 // it and no event announces that it is gone.
 const DefaultRecheckInterval = 30 * time.Second
 
+// ServiceAccountRecheck is how often an instance whose ServiceAccount does
+// not exist looks again (one metadata read): a ServiceAccount created after
+// the instance is noticed within seconds, without a cache of every
+// ServiceAccount in the cluster.
+const ServiceAccountRecheck = 3 * time.Second
+
 // DefaultMaxConcurrentReconciles is how many instances are reconciled at
 // once. A worker waits for the slowest write of its instance before taking
 // the next, so too few leave the API server's capacity unused; too many
@@ -290,8 +296,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			// An attenuated instance rereads its referenced roles (see
 			// ceiling.go). A coalesced restart of the publication is due
 			// after res.published.after.
-			return reconciler.Soonest(reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || saMissing || res.published.conflict != "" || p.attenuated, r.recheck()),
-				res.summary.Recheck(), res.published.after)
+			return reconciler.Soonest(reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || res.published.conflict != "" || p.attenuated, r.recheck()),
+				reconciler.RecheckIf(saMissing, min(ServiceAccountRecheck, r.recheck())), res.summary.Recheck(), res.published.after)
 		},
 	}
 	return steps.Reconcile(ctx, req)
