@@ -196,12 +196,7 @@ func Describe(name string, problems []string) string {
 // its name gives. A role absent from the result is either within the
 // extension or not a bundle role of it.
 func TooBroad(extension string, crds []string, roles []rbacv1.ClusterRole) map[string]string {
-	kinds := map[string]names.RoleKind{}
-	for _, crd := range crds {
-		for _, k := range names.RoleKinds {
-			kinds[names.ExtensionRole(crd, k)] = k
-		}
-	}
+	kinds := names.ExtensionRoleKinds(crds)
 	out := map[string]string{}
 	for i := range roles {
 		cr := &roles[i]

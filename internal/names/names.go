@@ -104,6 +104,17 @@ const (
 // RoleKinds lists the generated roles of one API in name order.
 var RoleKinds = []RoleKind{RoleAdmin, RoleEdit, RoleView, RoleViewCRDView}
 
+// ExtensionRoleKinds maps each generated role name of crds to its kind.
+func ExtensionRoleKinds(crds []string) map[string]RoleKind {
+	out := make(map[string]RoleKind, len(crds)*len(RoleKinds))
+	for _, crd := range crds {
+		for _, k := range RoleKinds {
+			out[ExtensionRole(crd, k)] = k
+		}
+	}
+	return out
+}
+
 // ExtensionRole returns the name of the generated ClusterRole of kind k for
 // the CRD named crdName: "<plural>.<group>-<kind>", shortened to
 // MaxObjectName. It is the one definition of these names: the extension

@@ -3,7 +3,10 @@ package testutil
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -162,4 +165,18 @@ func EventuallyCached(t testing.TB, cache, live client.Reader, objs ...client.Ob
 			assert.Equal(ct, l.GetResourceVersion(), c.GetResourceVersion(), "%T %s in the cache", obj, key)
 		}
 	}, Timeout, Interval)
+}
+
+// Tail prints the last n lines of a file to stderr, to explain a failure
+// (a process's log).
+func Tail(path string, n int) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	fmt.Fprintf(os.Stderr, "---- last %d lines of %s ----\n%s\n----\n", len(lines), path, strings.Join(lines, "\n"))
 }

@@ -90,14 +90,14 @@ func setupOria() (func(int), error) {
 	}
 	if err == nil {
 		if oria, err = startOria(context.Background()); err != nil {
-			tail(oriaLog, 50)
+			testutil.Tail(oriaLog, 50)
 			err = fmt.Errorf("starting oria: %w", err)
 		}
 	}
 	if err != nil {
 		_ = os.RemoveAll(tmp)
 		if kcmLog != nil {
-			tail(kcmLog.Name(), 50)
+			testutil.Tail(kcmLog.Name(), 50)
 			_ = os.Remove(kcmLog.Name())
 		}
 		return nil, err
@@ -105,9 +105,9 @@ func setupOria() (func(int), error) {
 	return func(code int) {
 		oria.Stop()
 		if code != 0 {
-			tail(oria.LogPath, 200)
+			testutil.Tail(oria.LogPath, 200)
 			if kcmLog != nil {
-				tail(kcmLog.Name(), 100)
+				testutil.Tail(kcmLog.Name(), 100)
 			}
 		}
 		_ = os.RemoveAll(tmp)
@@ -138,19 +138,6 @@ func httpGet(url string) (int, string) {
 		b.WriteByte('\n')
 	}
 	return resp.StatusCode, b.String()
-}
-
-// tail prints the last n lines of a file to stderr, to explain a failure.
-func tail(path string, n int) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	fmt.Fprintf(os.Stderr, "---- last %d lines of %s ----\n%s\n----\n", len(lines), path, strings.Join(lines, "\n"))
 }
 
 // runBinary runs the built oria binary with args to completion (for flag

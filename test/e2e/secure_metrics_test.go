@@ -41,7 +41,7 @@ func TestSecureMetrics(t *testing.T) {
 	t.Cleanup(func() {
 		proc.Stop()
 		if t.Failed() {
-			tail(logPath, 40)
+			testutil.Tail(logPath, 40)
 		}
 	})
 	url := strings.Replace(proc.MetricsURL, "http://", "https://", 1)

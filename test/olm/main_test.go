@@ -123,14 +123,14 @@ func setup() (func(int), error) {
 		if code != 0 {
 			for _, p := range []*process{operatorController, catalogd} {
 				if p != nil {
-					tail(p.logPath, 100)
+					testutil.Tail(p.logPath, 100)
 				}
 			}
 			if oria != nil {
-				tail(oria.LogPath, 100)
+				testutil.Tail(oria.LogPath, 100)
 			}
 			if kcmLog != nil {
-				tail(kcmLog.Name(), 50)
+				testutil.Tail(kcmLog.Name(), 50)
 			}
 		}
 		if code != 0 || os.Getenv("ORIA_OLM_KEEP") != "" {
@@ -305,7 +305,7 @@ func start(name, bin, readyURL string, args ...string) (*process, error) {
 	for {
 		select {
 		case <-p.done:
-			tail(p.logPath, 50)
+			testutil.Tail(p.logPath, 50)
 			return nil, fmt.Errorf("%s exited during start-up (%v)", name, p.cmd.ProcessState)
 		case <-time.After(200 * time.Millisecond):
 		}
@@ -317,7 +317,7 @@ func start(name, bin, readyURL string, args ...string) (*process, error) {
 		}
 		if time.Now().After(deadline) {
 			p.stop()
-			tail(p.logPath, 50)
+			testutil.Tail(p.logPath, 50)
 			return nil, errors.New(name + " not ready within 2m")
 		}
 	}
@@ -334,17 +334,4 @@ func (p *process) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
-}
-
-// tail prints the last n lines of a file to stderr, to explain a failure.
-func tail(path string, n int) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	fmt.Fprintf(os.Stderr, "---- last %d lines of %s ----\n%s\n----\n", len(lines), path, strings.Join(lines, "\n"))
 }

@@ -155,12 +155,7 @@ func BundleRoleApply(b BundleRole, mode oriav1alpha1.RBACMode) *rbacv1ac.Cluster
 // BundleRoles returns the bundle-provided roles among objs (the extension's
 // bundle ClusterRoles) that hold a generated name of one of crds, by name.
 func BundleRoles(objs []metav1.PartialObjectMetadata, crds []string) map[string]BundleRole {
-	byName := map[string]names.RoleKind{}
-	for _, crd := range crds {
-		for _, k := range names.RoleKinds {
-			byName[names.ExtensionRole(crd, k)] = k
-		}
-	}
+	byName := names.ExtensionRoleKinds(crds)
 	out := map[string]BundleRole{}
 	for i := range objs {
 		o := &objs[i]
