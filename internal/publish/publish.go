@@ -1,8 +1,10 @@
 // Package publish holds the pure parts of a ScopeInstance's publication
 // (spec.publication, after IBM's NamespaceScope): the published value, the
 // server-side apply configurations of the ConfigMap key and of the restart
-// annotation, and the restart decision with its coalescing. It has no
-// client; the ScopeInstance controller carries out what it decides.
+// annotation, and the restart decision with its coalescing; and the
+// Publisher, which carries them out for the ScopeInstance controller, the
+// one writer of the published keys and of the restarts (through package
+// engine).
 //
 // The value is the comma-separated, sorted list of the namespaces where the
 // instance's bindings are in place (status.boundNamespaces of the same
@@ -73,8 +75,8 @@ func Namespaces(pub oriav1alpha1.Publication, bound []string) []string {
 	return slices.Compact(out)
 }
 
-// Value is the published string of namespaces (seed 004's format,
-// "default,cp4i").
+// Value is the published string of namespaces (IBM NamespaceScope's
+// format, "default,cp4i").
 func Value(namespaces []string) string {
 	return strings.Join(namespaces, ",")
 }

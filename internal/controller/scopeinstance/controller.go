@@ -278,7 +278,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			if err != nil {
 				return res, err
 			}
-			return res, errors.Join(summarizeErrors(res.summary.Errors), res.published.err)
+			return res, errors.Join(summarizeErrors(res.summary.Errors), res.published.Err)
 		},
 		Status: func(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) {
 			si.Status = computeStatus(si, p, res, err)
@@ -296,8 +296,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 			// An attenuated instance rereads its referenced roles (see
 			// ceiling.go). A coalesced restart of the publication is due
 			// after res.published.after.
-			return reconciler.Soonest(reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || res.published.conflict != "" || p.attenuated, r.recheck()),
-				reconciler.RecheckIf(saMissing, min(ServiceAccountRecheck, r.recheck())), res.summary.Recheck(), res.published.after)
+			return reconciler.Soonest(reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || res.published.Conflict != "" || p.attenuated, r.recheck()),
+				reconciler.RecheckIf(saMissing, min(ServiceAccountRecheck, r.recheck())), res.summary.Recheck(), res.published.After)
 		},
 	}
 	return steps.Reconcile(ctx, req)
@@ -311,7 +311,7 @@ func (r *Reconciler) recheck() time.Duration {
 // published.
 func (r *Reconciler) reconcileDelete(ctx context.Context, instance string) error {
 	r.Spacing.Forget(instance)
-	if err := r.withdraw(ctx, instance, nil); err != nil {
+	if err := r.publisher().Withdraw(ctx, instance, nil); err != nil {
 		return err
 	}
 	rbs, crbs, err := r.existingBindings(ctx, instance)
@@ -338,8 +338,12 @@ type result struct {
 	ensuredRBs []engine.Outcome
 	// conflicts are sentences naming what was left alone.
 	conflicts []string
+	// bound are the target namespaces where every intended binding is in
+	// place, computed once (boundNamespaces) for both the publication and
+	// status.boundNamespaces.
+	bound []string
 	// published is what the publication did.
-	published published
+	published publish.Outcome
 	// revoked counts the bindings deleted because the ServiceAccount no
 	// longer vouches for what their role grants.
 	revoked int
@@ -348,7 +352,7 @@ type result struct {
 // refused reports whether the ServiceAccount may not write some bindings.
 func (res result) refused() bool { return len(res.summary.Forbidden) > 0 }
 
-// write creates and repairs first, publishes (see publish), deletes after,
+// write creates and repairs first, publishes (publish.Publisher), deletes after,
 // so that a changed role never leaves a gap without access and a published
 // namespace always has its bindings. For an instance with a
 // serviceAccount, the ServiceAccount is asked first about roles whose new
@@ -373,12 +377,13 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	revokedRBs, revokedCRBs := revoke(ctx, w, v, ensuredRBs, ensuredCRBs, existingRBs, existingCRBs)
 	ensuredRBs, ensuredCRBs = append(ensuredRBs, v.refusedRBs...), append(ensuredCRBs, v.refusedCRBs...)
 	metrics.NamespaceBinding.Bound(si.Name, ensuredRBs)
-	ensured := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs)}
-	clusterOK := len(ensured.summary.Errors)+len(ensured.summary.Conflicts)+len(ensured.summary.Forbidden) == 0 && len(p.pending)+len(p.conflicted) == 0
-	pubs := r.publish(ctx, si, p, boundNamespaces(si.Name, p, ensured), clusterOK)
+	ensured := engine.Summarize(ensuredRBs, ensuredCRBs)
+	bound := boundNamespaces(si.Name, p, ensured)
+	clusterOK := len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted) == 0
+	pubs := r.publisher().Publish(ctx, si, p.targets.Cluster, bound, clusterOK)
 	deletedRBs := append(revokedRBs, engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)...)
 	deletedCRBs := append(revokedCRBs, engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)...)
-	res := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs), ensuredRBs: ensuredRBs, published: pubs,
+	res := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs), ensuredRBs: ensuredRBs, bound: bound, published: pubs,
 		revoked: len(revokedRBs) + len(revokedCRBs)}
 	for _, role := range p.conflicted {
 		res.conflicts = append(res.conflicts, fmt.Sprintf("ClusterRole %q of ScopeTemplate %q exists and was not created by oria for the template", role, p.template.Name))

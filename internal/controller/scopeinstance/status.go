@@ -50,9 +50,9 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 	if p.targets.Cluster {
 		st.Scope = oriav1alpha1.ScopeCluster
 	}
-	st.BoundNamespaces = boundNamespaces(si.Name, p, res)
+	st.BoundNamespaces = res.bound
 	st.BoundNamespaceCount = int32(len(st.BoundNamespaces))
-	st.Publication = res.published.status
+	st.Publication = res.published.Status
 	switch {
 	case err != nil:
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
@@ -83,12 +83,12 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 		c := meta.FindStatusCondition(p.template.Status.Conditions, oriav1alpha1.TypeReady)
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound,
 			fmt.Sprintf("%s, but ScopeTemplate %q: %s", boundWhere(p, st), p.template.Name, c.Message))
-	case res.published.noNamespace != "":
+	case res.published.NoNamespace != "":
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonPublicationNamespaceNotFound, fmt.Sprintf(
-			"%s, but namespace %q (spec.publication.configMap.namespace) does not exist; the list is published there as soon as it is created", boundWhere(p, st), res.published.noNamespace))
-	case res.published.conflict != "":
+			"%s, but namespace %q (spec.publication.configMap.namespace) does not exist; the list is published there as soon as it is created", boundWhere(p, st), res.published.NoNamespace))
+	case res.published.Conflict != "":
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, fmt.Sprintf(
-			"%s, but spec.publication: %s; oria leaves it as it is and looks again every %s", boundWhere(p, st), res.published.conflict, DefaultRecheckInterval))
+			"%s, but spec.publication: %s; oria leaves it as it is and looks again every %s", boundWhere(p, st), res.published.Conflict, DefaultRecheckInterval))
 	case !p.targets.Cluster && len(st.BoundNamespaces) == 0:
 		// A selector that matches nothing yet is a standing rule, not an
 		// error; it says so rather than claiming a grant.
@@ -142,15 +142,17 @@ func boundWhere(p *plan, st oriav1alpha1.ScopeInstanceStatus) string {
 }
 
 // boundNamespaces returns the target namespaces where every intended
-// binding is in place, sorted.
-func boundNamespaces(instance string, p *plan, res result) []string {
+// binding is in place (ensured: the outcomes of the intended bindings,
+// before any stale one is deleted), sorted. A reconcile computes it once:
+// it is both the published list and status.boundNamespaces.
+func boundNamespaces(instance string, p *plan, ensured engine.Summary) []string {
 	if p.targets.Cluster {
 		return nil
 	}
 	existing := engine.ByKey(p.existingRBs)
 	var out []string
 	for _, ns := range p.targets.Namespaces {
-		if res.summary.Bad[ns] || res.summary.Skipped[ns] || !pendingBound(instance, ns, p.pending, existing) {
+		if ensured.Bad[ns] || ensured.Skipped[ns] || !pendingBound(instance, ns, p.pending, existing) {
 			continue
 		}
 		out = append(out, ns)

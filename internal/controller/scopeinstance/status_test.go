@@ -14,7 +14,17 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/publish"
 )
+
+// withBound sets res.bound as write does, from the outcomes of the intended
+// bindings (here all of res.summary).
+func withBound(instance string, p *plan, res result) result {
+	if p != nil && p.specErr == nil {
+		res.bound = boundNamespaces(instance, p, res.summary)
+	}
+	return res
+}
 
 func TestComputeStatus(t *testing.T) {
 	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "si", Generation: 5},
@@ -58,14 +68,14 @@ func TestComputeStatus(t *testing.T) {
 	}, {
 		name: "published: the publication status is reported",
 		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a")},
-		res:  result{summary: summary(), published: published{status: &oriav1alpha1.PublicationStatus{ConfigMap: "op/scope:namespaces", Namespaces: 2, Hash: "h"}}},
+		res:  result{summary: summary(), published: publish.Outcome{Status: &oriav1alpha1.PublicationStatus{ConfigMap: "op/scope:namespaces", Namespaces: 2, Hash: "h"}}},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Publication: &oriav1alpha1.PublicationStatus{ConfigMap: "op/scope:namespaces", Namespaces: 2, Hash: "h"},
 			Conditions:  cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 1 namespace(s)")},
 	}, {
 		name: "a foreign ConfigMap key: Conflict, the bindings are reported in place",
 		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a")},
-		res:  result{summary: summary(), published: published{conflict: `key "namespaces" of ConfigMap op/scope is managed by someone else (x)`}},
+		res:  result{summary: summary(), published: publish.Outcome{Conflict: `key "namespaces" of ConfigMap op/scope is managed by someone else (x)`}},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonConflict,
 				`1 ClusterRole(s) bound in 1 namespace(s), but spec.publication: key "namespaces" of ConfigMap op/scope is managed by someone else (x); oria leaves it as it is and looks again every 30s`)},
@@ -117,7 +127,7 @@ func TestComputeStatus(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := computeStatus(si, tc.p, tc.res, tc.err)
+			got := computeStatus(si, tc.p, withBound(si.Name, tc.p, tc.res), tc.err)
 			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); diff != "" {
 				t.Errorf("computeStatus (-want +got):\n%s", diff)
 			}

@@ -125,7 +125,7 @@ func TestComputeStatusRevoked(t *testing.T) {
 	p := &plan{template: &oriav1alpha1.ScopeTemplate{}, roles: []string{"inline"}, targets: binding.Targets{Namespaces: []string{"a", "b"}}}
 	refused := []engine.Outcome{{Namespace: "b", Name: "si-inline", Action: engine.Forbidden, Err: errors.New(`user "x" may not bind ClusterRole "inline" (missing: get secrets)`)}}
 	res := result{summary: engine.Summarize(refused, []engine.Outcome{{Namespace: "b", Name: "si-inline", Action: engine.Deleted}}), revoked: 1}
-	st := computeStatus(si, p, res, nil)
+	st := computeStatus(si, p, withBound(si.Name, p, res), nil)
 	want := metav1.Condition{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonForbidden, ObservedGeneration: 2,
 		Message: `ServiceAccount sa-ns/sa-x (spec.serviceAccount) may not grant 1 binding(s), so they were not written and 1 of them, written before, were removed ` +
 			`(what their ClusterRole grants changed): user "x" may not bind ClusterRole "inline" (missing: get secrets) (1 ClusterRole(s) bound in 1 namespace(s); oria tries again every 30s)`}

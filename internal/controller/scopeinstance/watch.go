@@ -1,0 +1,67 @@
+package scopeinstance
+
+import (
+	"context"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/publish"
+)
+
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=list;patch
+
+// publisher is the publication step of a reconcile (package publish),
+// writing as oria.
+func (r *Reconciler) publisher() *publish.Publisher {
+	return &publish.Publisher{Cache: r.Client, APIReader: r.APIReader, Writer: r.writer(), Recorder: r.Recorder, Timing: r.Timing}
+}
+
+// instancesForConfigMap maps a ConfigMap oria publishes into to the
+// instances that name it or published into it. An instance that published
+// into it and no longer exists (deleted while oria was not running) maps to
+// its name as the annotation records it: the reconcile finds nothing and
+// withdraws (Cleanup).
+func (r *Reconciler) instancesForConfigMap(ctx context.Context, o client.Object) []string {
+	var all oriav1alpha1.ScopeInstanceList
+	if err := r.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var out []string
+	exists := map[string]bool{}
+	for _, si := range all.Items {
+		exists[names.LabelValue(si.Name)] = true
+		pub := si.Spec.Publication
+		_, published := o.GetAnnotations()[publish.AnnotationKey(si.Name)]
+		if published || (pub != nil && pub.ConfigMap.Namespace == o.GetNamespace() && pub.ConfigMap.Name == o.GetName()) {
+			out = append(out, si.Name)
+		}
+	}
+	for k := range o.GetAnnotations() {
+		if name, ok := strings.CutPrefix(k, oriav1alpha1.AnnotationPublishedPrefix); ok && !exists[name] {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// instancesPublishingIn returns the instances that publish into a ConfigMap
+// of namespace: its creation lets them publish.
+func (r *Reconciler) instancesPublishingIn(ctx context.Context, namespace string) []string {
+	var all oriav1alpha1.ScopeInstanceList
+	if err := r.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing ScopeInstances")
+		return nil
+	}
+	var out []string
+	for _, si := range all.Items {
+		if pub := si.Spec.Publication; pub != nil && pub.ConfigMap.Namespace == namespace {
+			out = append(out, si.Name)
+		}
+	}
+	return out
+}

@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Fields in objects oria does not own: a ScopeInstance's key in a
+// ConfigMap and the restart annotation of the workloads it restarts
+// (package publish decides them, and is their one caller). Each is applied
+// under a field manager of the writer's own (publish.FieldOwner, one per
+// instance, named with oriav1alpha1.PublicationFieldOwnerPrefix), not
+// oriav1alpha1.FieldOwner: writers of the same ConfigMap or workload then
+// never remove each other's fields. Such writes are not RBAC objects and
+// are not reported to Observer (oria_writes_total counts RBAC writes).
+
+// ApplyKey server-side applies ac as owner without force: a field another
+// manager holds is a conflict, nothing is written and conflict is true
+// (err is then the API server's answer, for the message).
+func ApplyKey(ctx context.Context, w *Writer, ac runtime.ApplyConfiguration, owner string) (conflict bool, err error) {
+	err = w.Client.Apply(ctx, ac, client.FieldOwner(owner))
+	return apierrors.IsConflict(err), err
+}
+
+// ApplyRestart server-side applies ac as owner, taking over the fields it
+// names (a workload's restart annotation, which kubectl rollout restart
+// also writes).
+func ApplyRestart(ctx context.Context, w *Writer, ac runtime.ApplyConfiguration, owner string) error {
+	return w.Client.Apply(ctx, ac, client.FieldOwner(owner), client.ForceOwnership)
+}
+
+// Withdraw server-side applies ac, which names no field, as owner: owner
+// gives up every field it held in the object. gone is true when the object
+// does not exist.
+func Withdraw(ctx context.Context, w *Writer, ac runtime.ApplyConfiguration, owner string) (gone bool, err error) {
+	err = w.Client.Apply(ctx, ac, client.FieldOwner(owner))
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
+}
+
+// DeleteUnchanged deletes obj only if it is still the object that was read
+// (UID and resourceVersion preconditions); one changed since, or already
+// gone, is left alone without an error.
+func DeleteUnchanged(ctx context.Context, w *Writer, obj client.Object) error {
+	uid, rv := obj.GetUID(), obj.GetResourceVersion()
+	err := w.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
