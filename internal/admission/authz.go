@@ -44,9 +44,9 @@ const (
 type Authorizer struct {
 	// Client creates SubjectAccessReviews.
 	Client client.Client
-	// Rules reads a user's rules in a namespace; nil asks
-	// SubjectAccessReviews for every permission.
-	Rules *RulesReviewer
+	// Rules reads a user's rules in a namespace (CachedRules, or
+	// RulesReviewer); nil asks SubjectAccessReviews for every permission.
+	Rules RuleSource
 	// Reader reads ClusterRoles (the API server, not a cache: oria caches
 	// only the roles it generated).
 	Reader client.Reader

@@ -70,6 +70,8 @@ func TestAuthorizer(t *testing.T) {
 	// The same answers from the user's rules in each namespace
 	// (SelfSubjectRulesReviews) as from one review per permission.
 	withRules := &Authorizer{Client: admin, Reader: admin, Rules: rules}
+	// And from the cluster's RBAC objects held in memory.
+	withCache := &Authorizer{Client: admin, Reader: admin, Rules: cachedRules(t)}
 	u, err := withRules.rulesIn(ctx, user, []string{a, b, ""})
 	require.NoError(t, err, "the rules are read, not asked for one by one")
 	require.True(t, u.complete[a])
@@ -115,7 +117,7 @@ func TestAuthorizer(t *testing.T) {
 				Permission{Verb: "get", Resource: "configmaps"}, Permission{Verb: "list", Resource: "configmaps"}, Permission{Verb: "watch", Resource: "configmaps"},
 				Permission{Verb: "get", Resource: "secrets"}, Permission{Verb: "list", Resource: "secrets"})}}},
 	} {
-		for variant, authz := range map[string]*Authorizer{"reviews": authz, "rules": withRules} {
+		for variant, authz := range map[string]*Authorizer{"reviews": authz, "rules": withRules, "cached rules": withCache} {
 			t.Run(variant+": "+tc.name, func(t *testing.T) {
 				got, err := authz.CheckBind(ctx, tc.user, tc.grants, tc.inline)
 				require.NoError(t, err)

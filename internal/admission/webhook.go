@@ -83,7 +83,11 @@ func New(c client.Client, reader client.Reader, scheme *runtime.Scheme) *Guard {
 // Setup registers the guard on mgr's webhook server at Path.
 func Setup(mgr ctrl.Manager) error {
 	g := New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())
-	rules, err := NewRulesReviewer(mgr.GetConfig())
+	reviewer, err := NewRulesReviewer(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
+	rules, err := NewCachedRules(mgr, reviewer)
 	if err != nil {
 		return err
 	}
