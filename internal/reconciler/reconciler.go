@@ -29,51 +29,48 @@ import (
 	"github.com/operator-framework/oria/internal/status"
 )
 
-// Steps are the parts of one controller's reconcile. T is the reconciled
-// kind, P the plan, R what the writes did.
-type Steps[T client.Object, P, R any] struct {
-	// Client reads the object from the cache.
-	Client client.Client
+// Steps are the named steps of one controller's reconcile, implemented by
+// its Reconciler (the same names in every controller, as operator-controller
+// names its reconcile steps). T is the reconciled kind, P the plan, R what
+// the writes did.
+type Steps[T client.Object, P, R any] interface {
 	// New returns an empty object to read into.
-	New func() T
+	New() T
 	// Cleanup removes what oria created for the object named name, which is
 	// gone.
-	Cleanup func(ctx context.Context, name string) error
-	// Deleting handles an object that is being deleted; nil leaves it to
-	// the garbage collector (and Cleanup once it is gone).
-	Deleting func(ctx context.Context, obj T) error
+	Cleanup(ctx context.Context, name string) error
+	// Deleting handles an object that is being deleted (nil: nothing to do
+	// before the garbage collector, and Cleanup once it is gone).
+	Deleting(ctx context.Context, obj T) error
 	// Gather reads what the reconcile needs and decides (the plan). An
 	// error skips the writes.
-	Gather func(ctx context.Context, obj T) (P, error)
+	Gather(ctx context.Context, obj T) (P, error)
 	// Write carries out the plan.
-	Write func(ctx context.Context, obj T, plan P) (R, error)
+	Write(ctx context.Context, obj T, plan P) (R, error)
 	// Status sets obj's status from the plan, the result and the error of
 	// the reconcile (zero plan and result when gathering failed).
-	Status func(obj T, plan P, res R, err error)
+	Status(obj T, plan P, res R, err error)
 	// Patch writes the status, given the object as read and as computed;
 	// it must write nothing when the status did not change. It may hold a
 	// change back instead (see status.Spacing): it then returns how long
 	// the change waits, and the object is requeued after that long.
-	Patch func(ctx context.Context, before, after T) (hold time.Duration, err error)
+	Patch(ctx context.Context, before, after T) (hold time.Duration, err error)
 	// Requeue returns when to look again although nothing changes (a
 	// conflict with an object oria does not watch); 0 for never. It is
 	// called only after a reconcile without error.
-	Requeue func(plan P, res R) time.Duration
+	Requeue(plan P, res R) time.Duration
 }
 
-// Reconcile runs the steps for the object named in req.
-func (s *Steps[T, P, R]) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+// Reconcile runs s for the object named in req, read with c (the cache).
+func Reconcile[T client.Object, P, R any](ctx context.Context, req ctrl.Request, c client.Reader, s Steps[T, P, R]) (result ctrl.Result, retErr error) {
 	obj := s.New()
-	if err := s.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, s.Cleanup(ctx, req.Name)
 		}
 		return ctrl.Result{}, fmt.Errorf("getting %s: %w", req.Name, err)
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
-		if s.Deleting == nil {
-			return ctrl.Result{}, nil
-		}
 		return ctrl.Result{}, s.Deleting(ctx, obj)
 	}
 	before := obj.DeepCopyObject().(T)
@@ -97,8 +94,8 @@ func (s *Steps[T, P, R]) Reconcile(ctx context.Context, req ctrl.Request) (resul
 	return ctrl.Result{RequeueAfter: s.Requeue(plan, res)}, nil
 }
 
-// StatusPatch returns a Steps.Patch for one of oria's own kinds: a merge
-// patch of the status (of returns it) when it changed (see status.Patch).
+// StatusPatch returns a Patch step for one of oria's kinds: a merge patch
+// of the status (of returns it) when it changed (see status.Patch).
 func StatusPatch[T client.Object](c client.Client, of func(T) any) func(context.Context, T, T) (time.Duration, error) {
 	return func(ctx context.Context, before, after T) (time.Duration, error) {
 		return 0, status.Patch(ctx, c, before, after, of)
@@ -153,7 +150,7 @@ func Requests(ctx context.Context, c client.Reader, list client.ObjectList, opts
 	return reqs
 }
 
-// WarnOnTransition wraps a Steps.Patch of one of oria's kinds: once the
+// WarnOnTransition wraps the Patch step of one of oria's kinds: once the
 // status is written, a Ready condition that has just entered a state the
 // user should look at (not True, a new reason; Progressing is only a
 // moment, and a Conflict is warned about where it is found) is recorded as

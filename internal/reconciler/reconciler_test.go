@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/operator-framework/oria/internal/reconciler"
@@ -26,30 +27,49 @@ type trace struct {
 	hold time.Duration
 }
 
-func steps(tr *trace, objs []corev1.ConfigMap, gatherErr, writeErr error) *reconciler.Steps[*corev1.ConfigMap, string, int] {
+// fakeSteps implements the steps for a ConfigMap, recording into a trace.
+type fakeSteps struct {
+	tr                  *trace
+	gatherErr, writeErr error
+}
+
+func (s fakeSteps) New() *corev1.ConfigMap { return &corev1.ConfigMap{} }
+func (s fakeSteps) Cleanup(context.Context, string) error {
+	s.tr.cleaned = true
+	return nil
+}
+func (s fakeSteps) Deleting(context.Context, *corev1.ConfigMap) error { return nil }
+func (s fakeSteps) Gather(context.Context, *corev1.ConfigMap) (string, error) {
+	s.tr.gathered = true
+	return "plan", s.gatherErr
+}
+func (s fakeSteps) Write(_ context.Context, _ *corev1.ConfigMap, p string) (int, error) {
+	s.tr.wrote = true
+	return len(p), s.writeErr
+}
+func (s fakeSteps) Status(_ *corev1.ConfigMap, _ string, _ int, err error) { s.tr.statusErr = err }
+func (s fakeSteps) Patch(context.Context, *corev1.ConfigMap, *corev1.ConfigMap) (time.Duration, error) {
+	s.tr.patched = true
+	return s.tr.hold, nil
+}
+func (s fakeSteps) Requeue(_ string, n int) time.Duration { return time.Duration(n) * time.Second }
+
+// run reconciles with the fake steps on a client holding objs.
+type run struct {
+	c     client.Client
+	steps fakeSteps
+}
+
+func (r run) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return reconciler.Reconcile(ctx, req, r.c, reconciler.Steps[*corev1.ConfigMap, string, int](r.steps))
+}
+
+func steps(tr *trace, objs []corev1.ConfigMap, gatherErr, writeErr error) run {
 	b := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme)
 	for i := range objs {
 		b = b.WithObjects(&objs[i])
 	}
-	return &reconciler.Steps[*corev1.ConfigMap, string, int]{
-		Client:  b.Build(),
-		New:     func() *corev1.ConfigMap { return &corev1.ConfigMap{} },
-		Cleanup: func(context.Context, string) error { tr.cleaned = true; return nil },
-		Gather: func(context.Context, *corev1.ConfigMap) (string, error) {
-			tr.gathered = true
-			return "plan", gatherErr
-		},
-		Write: func(_ context.Context, _ *corev1.ConfigMap, p string) (int, error) {
-			tr.wrote = true
-			return len(p), writeErr
-		},
-		Status: func(_ *corev1.ConfigMap, _ string, _ int, err error) { tr.statusErr = err },
-		Patch: func(context.Context, *corev1.ConfigMap, *corev1.ConfigMap) (time.Duration, error) {
-			tr.patched = true
-			return tr.hold, nil
-		},
-		Requeue: func(_ string, n int) time.Duration { return time.Duration(n) * time.Second },
-	}
+	return run{c: b.Build(), steps: fakeSteps{tr: tr, gatherErr: gatherErr, writeErr: writeErr}}
 }
 
 func TestSteps(t *testing.T) {

@@ -72,3 +72,23 @@ func SetReady(conds *[]metav1.Condition, gen int64, s metav1.ConditionStatus, re
 		Type: oriav1alpha1.TypeReady, Status: s, Reason: reason, Message: message, ObservedGeneration: gen,
 	})
 }
+
+// Ready sets the Ready condition of one status being computed.
+type Ready func(s metav1.ConditionStatus, reason, message string)
+
+// Begin is the prologue of every controller's pure status computation, on
+// the copy of the status it computes (its conditions and observed
+// generation) for an object of generation gen. planned tells whether the
+// reconcile evaluated the current spec (it has a plan): then the observed
+// generation advances and ok is true. Otherwise gathering failed with err,
+// nothing was decided, Ready is Unknown (ReconcileError) with err's message
+// and everything else stays where it was (ok false: the computation ends).
+func Begin(conds *[]metav1.Condition, observedGeneration *int64, gen int64, planned bool, err error) (ready Ready, ok bool) {
+	ready = func(s metav1.ConditionStatus, reason, message string) { SetReady(conds, gen, s, reason, message) }
+	if !planned {
+		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+		return ready, false
+	}
+	*observedGeneration = gen
+	return ready, true
+}

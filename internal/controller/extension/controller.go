@@ -171,32 +171,44 @@ func toExtension(_ context.Context, o client.Object) []reconcile.Request {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings the ClusterRoles of one ClusterExtension to the state
-// its mode asks for and reports the result in the RBACManaged condition.
+// its mode asks for and reports the result in the RBACManaged condition
+// (the steps below, run by reconciler.Reconcile).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	steps := &reconciler.Steps[*ocv1.ClusterExtension, *plan, outcome]{
-		Client:  r.Client,
-		New:     func() *ocv1.ClusterExtension { return &ocv1.ClusterExtension{} },
-		Cleanup: r.reconcileDelete,
-		// Being uninstalled: access to its APIs goes with it.
-		Deleting: func(ctx context.Context, ce *ocv1.ClusterExtension) error { return r.reconcileDelete(ctx, ce.Name) },
-		Gather:   r.gather,
-		Write: func(ctx context.Context, ce *ocv1.ClusterExtension, p *plan) (outcome, error) {
-			out := r.write(ctx, p)
-			r.recordChanges(ce, out)
-			return out, out.err()
-		},
-		Status: func(ce *ocv1.ClusterExtension, p *plan, out outcome, err error) {
-			setCondition(ce, conditionFor(p, out, err))
-		},
-		Patch: func(ctx context.Context, before, ce *ocv1.ClusterExtension) (time.Duration, error) {
-			return 0, r.patchCondition(ctx, before, ce)
-		},
-		Requeue: func(p *plan, out outcome) time.Duration {
-			return reconciler.Soonest(reconciler.RecheckIf(len(out.conflicts) > 0, r.recheck()),
-				reconciler.RecheckIf(p.scopesPending, manager.ScopesRecheck), out.recheck)
-		},
-	}
-	return steps.Reconcile(ctx, req)
+	return reconciler.Reconcile[*ocv1.ClusterExtension, *plan, outcome](ctx, req, r.Client, r)
+}
+
+// New returns an empty ClusterExtension to read into.
+func (r *Reconciler) New() *ocv1.ClusterExtension { return &ocv1.ClusterExtension{} }
+
+// Deleting: an extension being uninstalled takes access to its APIs with
+// it.
+func (r *Reconciler) Deleting(ctx context.Context, ce *ocv1.ClusterExtension) error {
+	return r.Cleanup(ctx, ce.Name)
+}
+
+// Write carries out the plan and records Events for what changed.
+func (r *Reconciler) Write(ctx context.Context, ce *ocv1.ClusterExtension, p *plan) (outcome, error) {
+	out := r.write(ctx, p)
+	r.recordChanges(ce, out)
+	return out, out.err()
+}
+
+// Status sets oria's RBACManaged condition on ce.
+func (r *Reconciler) Status(ce *ocv1.ClusterExtension, p *plan, out outcome, err error) {
+	setCondition(ce, conditionFor(p, out, err))
+}
+
+// Patch applies the RBACManaged condition when it changed (patchCondition).
+func (r *Reconciler) Patch(ctx context.Context, before, ce *ocv1.ClusterExtension) (time.Duration, error) {
+	return 0, r.patchCondition(ctx, before, ce)
+}
+
+// Requeue looks again after the recheck interval at a conflict (an object
+// oria does not watch), soon while the API server's discovery is pending,
+// and when the writes relied on an expectation.
+func (r *Reconciler) Requeue(p *plan, out outcome) time.Duration {
+	return reconciler.Soonest(reconciler.RecheckIf(len(out.conflicts) > 0, r.recheck()),
+		reconciler.RecheckIf(p.scopesPending, manager.ScopesRecheck), out.recheck)
 }
 
 func (r *Reconciler) recheck() time.Duration {
@@ -227,11 +239,11 @@ func (r *Reconciler) write(ctx context.Context, p *plan) outcome {
 // roleKind is how the engine writes generated roles.
 var roleKind = engine.ClusterRoleKind(exclusiveLabels...)
 
-// reconcileDelete removes every role oria generated for the extension named
+// Cleanup removes every role oria generated for the extension named
 // name. The roles' owner references would let the garbage collector do it
 // too, but only once it notices; access to an uninstalled extension's APIs
 // goes now.
-func (r *Reconciler) reconcileDelete(ctx context.Context, name string) error {
+func (r *Reconciler) Cleanup(ctx context.Context, name string) error {
 	stale, err := r.staleRoles(ctx, name, nil)
 	if err != nil {
 		return err

@@ -54,9 +54,9 @@ type plan struct {
 	bundleNames   []string
 }
 
-// gather reads what a reconcile of ce needs, from the caches only, and
+// Gather reads what a reconcile of ce needs, from the caches only, and
 // decides the writes with the pure functions of roles.go.
-func (r *Reconciler) gather(ctx context.Context, ce *ocv1.ClusterExtension) (*plan, error) {
+func (r *Reconciler) Gather(ctx context.Context, ce *ocv1.ClusterExtension) (*plan, error) {
 	annotation, annotated := ce.Annotations[oriav1alpha1.AnnotationRBACMode]
 	mode, valid := oriav1alpha1.EffectiveRBACMode(ce.Annotations, r.DefaultMode)
 	p := &plan{ext: Extension{Name: ce.Name, UID: ce.UID}, mode: mode, annotated: annotated, annotation: annotation, valid: valid}

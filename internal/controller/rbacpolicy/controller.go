@@ -156,31 +156,40 @@ func (r *Reconciler) policiesOf(ctx context.Context, extension string) []reconci
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile compiles one policy and reports its state.
+// Reconcile compiles one policy and reports its state (the steps below,
+// run by reconciler.Reconcile).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	steps := &reconciler.Steps[*oriav1alpha1.RBACPolicy, *plan, result]{
-		Client:  r.Client,
-		New:     func() *oriav1alpha1.RBACPolicy { return &oriav1alpha1.RBACPolicy{} },
-		Cleanup: r.reconcileDelete,
-		// Being deleted: the garbage collector removes the owned template
-		// and instance (and through them the bindings); Cleanup finishes
-		// the job when the policy is gone.
-		Gather: r.gather,
-		Write:  r.act,
-		Status: func(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err error) {
-			policy.Status = computeStatus(policy, p, out, err)
-		},
-		Patch: reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.RBACPolicy) []metav1.Condition { return o.Status.Conditions },
-			reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.RBACPolicy) any { return o.Status })),
-		Requeue: func(p *plan, out result) time.Duration {
-			recheck := cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
-			if p.scopesPending {
-				return min(manager.ScopesRecheck, recheck)
-			}
-			return reconciler.RecheckIf(out.conflict != "", recheck)
-		},
+	return reconciler.Reconcile[*oriav1alpha1.RBACPolicy, *plan, result](ctx, req, r.Client, r)
+}
+
+// New returns an empty RBACPolicy to read into.
+func (r *Reconciler) New() *oriav1alpha1.RBACPolicy { return &oriav1alpha1.RBACPolicy{} }
+
+// Deleting does nothing: the garbage collector removes the owned template
+// and instance (and through them the bindings); Cleanup finishes the job
+// when the policy is gone.
+func (r *Reconciler) Deleting(context.Context, *oriav1alpha1.RBACPolicy) error { return nil }
+
+// Status sets the policy's status (computeStatus).
+func (r *Reconciler) Status(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err error) {
+	policy.Status = computeStatus(policy, p, out, err)
+}
+
+// Patch writes the status when it changed, and warns when Ready enters a
+// state to look at.
+func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.RBACPolicy) (time.Duration, error) {
+	return reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.RBACPolicy) []metav1.Condition { return o.Status.Conditions },
+		reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.RBACPolicy) any { return o.Status }))(ctx, before, after)
+}
+
+// Requeue looks again soon while the API server's discovery is pending, and
+// after the recheck interval at a conflict (an object oria does not watch).
+func (r *Reconciler) Requeue(p *plan, out result) time.Duration {
+	recheck := cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
+	if p.scopesPending {
+		return min(manager.ScopesRecheck, recheck)
 	}
-	return steps.Reconcile(ctx, req)
+	return reconciler.RecheckIf(out.conflict != "", recheck)
 }
 
 func describeTarget(policy *oriav1alpha1.RBACPolicy) string {

@@ -53,9 +53,9 @@ type plan struct {
 	scopesPending bool
 }
 
-// gather validates the policy, reads its extension and that extension's
+// Gather validates the policy, reads its extension and that extension's
 // APIs from the cache, and decides.
-func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy) (*plan, error) {
+func (r *Reconciler) Gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy) (*plan, error) {
 	keep := func(reason, msg string) (*plan, error) {
 		return &plan{decision: decisionKeep, reason: reason, message: msg}, nil
 	}

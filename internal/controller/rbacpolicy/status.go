@@ -19,14 +19,10 @@ import (
 // spec (the plan exists); a failed write is then reported as ReconcileError.
 func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err error) oriav1alpha1.RBACPolicyStatus {
 	st := *policy.Status.DeepCopy()
-	ready := func(c metav1.ConditionStatus, reason, msg string) {
-		status.SetReady(&st.Conditions, policy.Generation, c, reason, msg)
-	}
-	if p == nil {
-		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+	ready, ok := status.Begin(&st.Conditions, &st.ObservedGeneration, policy.Generation, p != nil, err)
+	if !ok {
 		return st
 	}
-	st.ObservedGeneration = policy.Generation
 	st.ScopeTemplateName = policymodel.ObjectName(policy.Name)
 	st.ScopeInstanceName = policymodel.ObjectName(policy.Name)
 	if err != nil {

@@ -38,9 +38,9 @@ func (r *Reconciler) writer() *engine.Writer {
 	return &engine.Writer{Client: r.Client, Reader: reader}
 }
 
-// act carries out the plan's decision: write the compiled objects, revoke
+// Write carries out the plan's decision: write the compiled objects, revoke
 // them, or leave everything as it is.
-func (r *Reconciler) act(ctx context.Context, policy *oriav1alpha1.RBACPolicy, p *plan) (result, error) {
+func (r *Reconciler) Write(ctx context.Context, policy *oriav1alpha1.RBACPolicy, p *plan) (result, error) {
 	switch p.decision {
 	case decisionRevoke:
 		return result{}, r.revoke(ctx, policy, p.message)
@@ -122,10 +122,10 @@ func cached[T client.Object](ctx context.Context, c client.Reader, want T) (map[
 	return map[types.NamespacedName]T{engine.Key(want): cur}, nil
 }
 
-// reconcileDelete removes the objects compiled from a deleted policy. The
+// Cleanup removes the objects compiled from a deleted policy. The
 // ownerReferences would let the garbage collector do it too; doing it here
 // makes revocation immediate and works without the garbage collector.
-func (r *Reconciler) reconcileDelete(ctx context.Context, policy string) error {
+func (r *Reconciler) Cleanup(ctx context.Context, policy string) error {
 	_, err := r.deleteCompiled(ctx, policy, "")
 	return err
 }

@@ -42,8 +42,6 @@ package scopeinstance
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -258,139 +256,61 @@ func (r *Reconciler) instancesOf(ctx context.Context, template string) []reconci
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile brings one instance's bindings and status up to date.
+// Reconcile brings one instance's bindings and status up to date (the
+// steps below, run by reconciler.Reconcile).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	steps := &reconciler.Steps[*oriav1alpha1.ScopeInstance, *plan, result]{
-		Client:  r.Client,
-		New:     func() *oriav1alpha1.ScopeInstance { return &oriav1alpha1.ScopeInstance{} },
-		Cleanup: r.reconcileDelete,
-		// Being deleted: the bindings go at once; revocation never waits on a finalizer.
-		Deleting: func(ctx context.Context, si *oriav1alpha1.ScopeInstance) error {
-			return r.reconcileDelete(ctx, si.Name)
-		},
-		Gather: r.gather,
-		Write: func(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
-			if p.specErr != nil {
-				metrics.NamespaceBinding.Abandon(si.Name)
-				return r.revokeFrozen(ctx, si, p), nil
-			}
-			res, err := r.write(ctx, si, p)
-			if err != nil {
-				return res, err
-			}
-			return res, errors.Join(summarizeErrors(res.summary.Errors), res.published.Err)
-		},
-		Status: func(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) {
-			si.Status = computeStatus(si, p, res, err)
-		},
-		Patch: reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.ScopeInstance) []metav1.Condition { return o.Status.Conditions },
-			reconciler.SpacedStatusPatch(r.Client, r.Spacing, func(o *oriav1alpha1.ScopeInstance) any { return o.Status },
-				func(before, after *oriav1alpha1.ScopeInstance) bool {
-					return routineChange(before.Status, after.Status)
-				})),
-		Requeue: func(p *plan, res result) time.Duration {
-			// Conflicts and refusals are about objects oria does not watch
-			// (someone else's binding, the ServiceAccount's rights), so
-			// look again after a while.
-			saMissing := p.specErr != nil && p.specErr.Reason == oriav1alpha1.ReasonServiceAccountNotFound
-			// An attenuated instance rereads its referenced roles (see
-			// ceiling.go). A coalesced restart of the publication is due
-			// after res.published.after.
-			return reconciler.Soonest(reconciler.RecheckIf(len(res.conflicts) > 0 || res.refused() || res.published.Conflict != "" || p.attenuated, r.recheck()),
-				reconciler.RecheckIf(saMissing, min(ServiceAccountRecheck, r.recheck())), res.summary.Recheck(), res.published.After)
-		},
+	return reconciler.Reconcile[*oriav1alpha1.ScopeInstance, *plan, result](ctx, req, r.Client, r)
+}
+
+// New returns an empty ScopeInstance to read into.
+func (r *Reconciler) New() *oriav1alpha1.ScopeInstance { return &oriav1alpha1.ScopeInstance{} }
+
+// Deleting: an instance being deleted loses its bindings at once;
+// revocation never waits on a finalizer.
+func (r *Reconciler) Deleting(ctx context.Context, si *oriav1alpha1.ScopeInstance) error {
+	return r.Cleanup(ctx, si.Name)
+}
+
+// Write carries out the plan (write). A spec error writes nothing but
+// revokes the bindings the ServiceAccount no longer vouches for
+// (revokeFrozen).
+func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
+	if p.specErr != nil {
+		metrics.NamespaceBinding.Abandon(si.Name)
+		return r.revokeFrozen(ctx, si, p), nil
 	}
-	return steps.Reconcile(ctx, req)
+	res, err := r.write(ctx, si, p)
+	if err != nil {
+		return res, err
+	}
+	return res, res.err()
+}
+
+// Status sets the instance's status (computeStatus).
+func (r *Reconciler) Status(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) {
+	si.Status = computeStatus(si, p, res, err)
+}
+
+// Patch writes the status when it changed, holding back a change of only
+// the bound namespaces (routineChange) for the status spacing, and warns
+// when Ready enters a state to look at.
+func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.ScopeInstance) (time.Duration, error) {
+	return reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.ScopeInstance) []metav1.Condition { return o.Status.Conditions },
+		reconciler.SpacedStatusPatch(r.Client, r.Spacing, func(o *oriav1alpha1.ScopeInstance) any { return o.Status },
+			func(before, after *oriav1alpha1.ScopeInstance) bool {
+				return routineChange(before.Status, after.Status)
+			}))(ctx, before, after)
+}
+
+// Requeue looks again after the recheck interval when the outcome depends
+// on objects oria does not watch (unwatched), within ServiceAccountRecheck
+// while the instance's ServiceAccount is missing, when the writes relied on
+// an expectation, and when a coalesced restart of the publication is due.
+func (r *Reconciler) Requeue(p *plan, res result) time.Duration {
+	return reconciler.Soonest(reconciler.RecheckIf(res.unwatched(p), r.recheck()),
+		reconciler.RecheckIf(p.serviceAccountMissing(), min(ServiceAccountRecheck, r.recheck())), res.summary.Recheck(), res.published.After)
 }
 
 func (r *Reconciler) recheck() time.Duration {
 	return cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
-}
-
-// reconcileDelete removes the bindings of a deleted instance, and what it
-// published.
-func (r *Reconciler) reconcileDelete(ctx context.Context, instance string) error {
-	r.Spacing.Forget(instance)
-	if err := r.publisher().Withdraw(ctx, instance, nil); err != nil {
-		return err
-	}
-	rbs, crbs, err := r.existingBindings(ctx, instance)
-	if err != nil {
-		return err
-	}
-	w := r.writer()
-	s := engine.Summarize(
-		engine.Delete(ctx, w, engine.RoleBindingKind.Name, rbs),
-		engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, crbs))
-	if n := s.Count[engine.Deleted]; n > 0 {
-		ctrl.LoggerFrom(ctx).Info("deleted the bindings of a deleted ScopeInstance", "count", n)
-	}
-	return summarizeErrors(s.Errors)
-}
-
-func (r *Reconciler) writer() *engine.Writer {
-	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Workers: r.Workers, Memo: memo, Recheck: r.recheck()}
-}
-
-// result is what the writes of one reconcile did.
-type result struct {
-	summary    engine.Summary
-	ensuredRBs []engine.Outcome
-	// conflicts are sentences naming what was left alone.
-	conflicts []string
-	// bound are the target namespaces where every intended binding is in
-	// place, computed once (boundNamespaces) for both the publication and
-	// status.boundNamespaces.
-	bound []string
-	// published is what the publication did.
-	published publish.Outcome
-	// revoked counts the bindings deleted because the ServiceAccount no
-	// longer vouches for what their role grants.
-	revoked int
-}
-
-// refused reports whether the ServiceAccount may not write some bindings.
-func (res result) refused() bool { return len(res.summary.Forbidden) > 0 }
-
-// write creates and repairs first, publishes (publish.Publisher), deletes after,
-// so that a changed role never leaves a gap without access and a published
-// namespace always has its bindings. For an instance with a
-// serviceAccount, the ServiceAccount is asked first about roles whose new
-// rules are held back, and a binding it no longer vouches for is deleted
-// at once (see ceiling.go).
-func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
-	w, err := r.writerFor(si)
-	if err != nil {
-		return result{}, err
-	}
-	instanceOwns := ownership.InstanceOwner(si.Name)
-	owns := func(o client.Object) bool { return instanceOwns(o) }
-	existingRBs, existingCRBs := engine.ByKey(p.existingRBs), engine.ByKey(p.existingCRBs)
-	v := vouched{rbs: p.wantRBs, crbs: p.wantCRBs}
-	if p.ceiling != nil {
-		if v, err = r.vouch(ctx, p.ceiling, p, existingRBs, existingCRBs); err != nil {
-			return result{}, err
-		}
-	}
-	ensuredRBs := engine.Ensure(ctx, w, engine.RoleBindingKind, owns, v.rbs, existingRBs)
-	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, v.crbs, existingCRBs)
-	revokedRBs, revokedCRBs := revoke(ctx, w, v, ensuredRBs, ensuredCRBs, existingRBs, existingCRBs)
-	ensuredRBs, ensuredCRBs = append(ensuredRBs, v.refusedRBs...), append(ensuredCRBs, v.refusedCRBs...)
-	metrics.NamespaceBinding.Bound(si.Name, ensuredRBs)
-	ensured := engine.Summarize(ensuredRBs, ensuredCRBs)
-	bound := boundNamespaces(si.Name, p, ensured)
-	clusterOK := len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted) == 0
-	pubs := r.publisher().Publish(ctx, si, p.targets.Cluster, bound, clusterOK)
-	deletedRBs := append(revokedRBs, engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)...)
-	deletedCRBs := append(revokedCRBs, engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)...)
-	res := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs), ensuredRBs: ensuredRBs, bound: bound, published: pubs,
-		revoked: len(revokedRBs) + len(revokedCRBs)}
-	for _, role := range p.conflicted {
-		res.conflicts = append(res.conflicts, fmt.Sprintf("ClusterRole %q of ScopeTemplate %q exists and was not created by oria for the template", role, p.template.Name))
-	}
-	for _, c := range res.summary.Conflicts {
-		res.conflicts = append(res.conflicts, c.Error())
-	}
-	r.recordEvents(si, ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs, res.conflicts)
-	return res, nil
 }

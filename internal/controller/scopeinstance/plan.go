@@ -52,9 +52,15 @@ type plan struct {
 	inlineRules map[string][]rbacv1.PolicyRule
 }
 
-// gather reads what a reconcile of si needs and decides the bindings with
+// serviceAccountMissing reports whether the instance's ServiceAccount does
+// not exist (a spec error looked at again within ServiceAccountRecheck).
+func (p *plan) serviceAccountMissing() bool {
+	return p.specErr != nil && p.specErr.Reason == oriav1alpha1.ReasonServiceAccountNotFound
+}
+
+// Gather reads what a reconcile of si needs and decides the bindings with
 // the pure functions of package binding.
-func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, error) {
+func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, error) {
 	p, serr, err := r.resolve(ctx, si)
 	if err != nil {
 		return nil, err

@@ -28,14 +28,10 @@ import (
 // When gathering failed nothing was decided, and it stays where it was.
 func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) oriav1alpha1.ScopeInstanceStatus {
 	st := *si.Status.DeepCopy()
-	ready := func(c metav1.ConditionStatus, reason, msg string) {
-		status.SetReady(&st.Conditions, si.Generation, c, reason, msg)
-	}
-	if p == nil {
-		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+	ready, ok := status.Begin(&st.Conditions, &st.ObservedGeneration, si.Generation, p != nil, err)
+	if !ok {
 		return st
 	}
-	st.ObservedGeneration = si.Generation
 	switch {
 	case p.specErr != nil:
 		ready(metav1.ConditionFalse, p.specErr.Reason, p.specErr.Message)

@@ -181,33 +181,47 @@ func enqueueTemplate(q workqueue.TypedRateLimitingInterface[reconcile.Request], 
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;list;watch;create;update;patch;delete;escalate;bind
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile brings one template's inline ClusterRoles and status up to date.
+// Reconcile brings one template's inline ClusterRoles and status up to
+// date (the steps below, run by reconciler.Reconcile).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	steps := &reconciler.Steps[*oriav1alpha1.ScopeTemplate, *plan, engine.Summary]{
-		Client:  r.Client,
-		New:     func() *oriav1alpha1.ScopeTemplate { return &oriav1alpha1.ScopeTemplate{} },
-		Cleanup: r.reconcileDelete,
-		// Being deleted (foreground): the garbage collector removes the
-		// roles it owns; Cleanup finishes after it.
-		Gather: r.gather,
-		Write: func(ctx context.Context, t *oriav1alpha1.ScopeTemplate, p *plan) (engine.Summary, error) {
-			if p.specErr != nil {
-				return engine.Summary{}, nil
-			}
-			s := r.write(ctx, t, p)
-			return s, errors.Join(s.Errors...)
-		},
-		Status: func(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err error) {
-			t.Status = computeStatus(t, p, s, err)
-		},
-		Patch: reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.ScopeTemplate) []metav1.Condition { return o.Status.Conditions },
-			reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeTemplate) any { return o.Status })),
-		Requeue: func(p *plan, s engine.Summary) time.Duration {
-			return reconciler.Soonest(reconciler.RecheckIf(len(s.Conflicts) > 0 || len(p.missing) > 0, r.recheck()), s.Recheck(),
-				reconciler.RecheckIf(len(p.held) > 0, CeilingWaitInterval))
-		},
+	return reconciler.Reconcile[*oriav1alpha1.ScopeTemplate, *plan, engine.Summary](ctx, req, r.Client, r)
+}
+
+// New returns an empty ScopeTemplate to read into.
+func (r *Reconciler) New() *oriav1alpha1.ScopeTemplate { return &oriav1alpha1.ScopeTemplate{} }
+
+// Deleting does nothing: a template being deleted (foreground) has its
+// roles removed by the garbage collector; Cleanup finishes after it.
+func (r *Reconciler) Deleting(context.Context, *oriav1alpha1.ScopeTemplate) error { return nil }
+
+// Write writes the inline ClusterRoles, nothing for a spec error.
+func (r *Reconciler) Write(ctx context.Context, t *oriav1alpha1.ScopeTemplate, p *plan) (engine.Summary, error) {
+	if p.specErr != nil {
+		return engine.Summary{}, nil
 	}
-	return steps.Reconcile(ctx, req)
+	s := r.write(ctx, t, p)
+	return s, errors.Join(s.Errors...)
+}
+
+// Status sets the template's status (computeStatus).
+func (r *Reconciler) Status(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err error) {
+	t.Status = computeStatus(t, p, s, err)
+}
+
+// Patch writes the status when it changed, and warns when Ready enters a
+// state to look at.
+func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.ScopeTemplate) (time.Duration, error) {
+	return reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.ScopeTemplate) []metav1.Condition { return o.Status.Conditions },
+		reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.ScopeTemplate) any { return o.Status }))(ctx, before, after)
+}
+
+// Requeue looks again after the recheck interval at a conflict or a
+// missing referenced ClusterRole (objects oria does not watch), when the
+// writes relied on an expectation, and while new rules are held back for
+// the ServiceAccounts of attenuated instances (CeilingWaitInterval).
+func (r *Reconciler) Requeue(p *plan, s engine.Summary) time.Duration {
+	return reconciler.Soonest(reconciler.RecheckIf(len(s.Conflicts) > 0 || len(p.missing) > 0, r.recheck()), s.Recheck(),
+		reconciler.RecheckIf(len(p.held) > 0, CeilingWaitInterval))
 }
 
 func (r *Reconciler) recheck() time.Duration {
@@ -218,10 +232,10 @@ func (r *Reconciler) writer() *engine.Writer {
 	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Memo: memo, Recheck: r.recheck()}
 }
 
-// reconcileDelete removes the inline ClusterRoles of a deleted template.
+// Cleanup removes the inline ClusterRoles of a deleted template.
 // Their ownerReferences would let the garbage collector do it too; doing it
 // here is immediate and works without it.
-func (r *Reconciler) reconcileDelete(ctx context.Context, template string) error {
+func (r *Reconciler) Cleanup(ctx context.Context, template string) error {
 	roles, err := r.cachedRoles(ctx, template)
 	if err != nil {
 		return err

@@ -44,9 +44,9 @@ type plan struct {
 	held map[string][]string
 }
 
-// gather reads what a reconcile of t needs from the cache and decides the
+// Gather reads what a reconcile of t needs from the cache and decides the
 // roles with the pure functions of package binding.
-func (r *Reconciler) gather(ctx context.Context, t *oriav1alpha1.ScopeTemplate) (*plan, error) {
+func (r *Reconciler) Gather(ctx context.Context, t *oriav1alpha1.ScopeTemplate) (*plan, error) {
 	var instances oriav1alpha1.ScopeInstanceList
 	if err := r.Client.List(ctx, &instances, client.MatchingFields{manager.IndexScopeTemplateName: t.Name}); err != nil {
 		return nil, fmt.Errorf("listing the ScopeInstances of the template: %w", err)

@@ -21,15 +21,11 @@ import (
 // spec (the plan exists); failed writes are then reported as ReconcileError.
 func computeStatus(t *oriav1alpha1.ScopeTemplate, p *plan, s engine.Summary, err error) oriav1alpha1.ScopeTemplateStatus {
 	st := *t.Status.DeepCopy()
-	ready := func(c metav1.ConditionStatus, reason, msg string) {
-		status.SetReady(&st.Conditions, t.Generation, c, reason, msg)
-	}
-	if p == nil {
-		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+	ready, ok := status.Begin(&st.Conditions, &st.ObservedGeneration, t.Generation, p != nil, err)
+	if !ok {
 		return st
 	}
 	st.Instances = p.instances
-	st.ObservedGeneration = t.Generation
 	switch {
 	case err != nil:
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())

@@ -1,0 +1,119 @@
+package scopeinstance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/metrics"
+	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/publish"
+)
+
+// Cleanup removes the bindings of a deleted instance, and what it
+// published.
+func (r *Reconciler) Cleanup(ctx context.Context, instance string) error {
+	r.Spacing.Forget(instance)
+	if err := r.publisher().Withdraw(ctx, instance, nil); err != nil {
+		return err
+	}
+	rbs, crbs, err := r.existingBindings(ctx, instance)
+	if err != nil {
+		return err
+	}
+	w := r.writer()
+	s := engine.Summarize(
+		engine.Delete(ctx, w, engine.RoleBindingKind.Name, rbs),
+		engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, crbs))
+	if n := s.Count[engine.Deleted]; n > 0 {
+		ctrl.LoggerFrom(ctx).Info("deleted the bindings of a deleted ScopeInstance", "count", n)
+	}
+	return summarizeErrors(s.Errors)
+}
+
+func (r *Reconciler) writer() *engine.Writer {
+	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Workers: r.Workers, Memo: memo, Recheck: r.recheck()}
+}
+
+// result is what the writes of one reconcile did.
+type result struct {
+	summary    engine.Summary
+	ensuredRBs []engine.Outcome
+	// conflicts are sentences naming what was left alone.
+	conflicts []string
+	// bound are the target namespaces where every intended binding is in
+	// place, computed once (boundNamespaces) for both the publication and
+	// status.boundNamespaces.
+	bound []string
+	// published is what the publication did.
+	published publish.Outcome
+	// revoked counts the bindings deleted because the ServiceAccount no
+	// longer vouches for what their role grants.
+	revoked int
+}
+
+// refused reports whether the ServiceAccount may not write some bindings.
+func (res result) refused() bool { return len(res.summary.Forbidden) > 0 }
+
+// err is the one error of a reconcile's writes: the failed writes
+// (summarizeErrors) and a failed publication.
+func (res result) err() error {
+	return errors.Join(summarizeErrors(res.summary.Errors), res.published.Err)
+}
+
+// unwatched reports whether the outcome depends on what oria does not
+// watch, so that only a look after a while notices a change: someone
+// else's object in conflict (a binding, a ClusterRole, a ConfigMap key),
+// what the ServiceAccount may grant (refused), the referenced roles of an
+// attenuated instance (see ceiling.go).
+func (res result) unwatched(p *plan) bool {
+	return len(res.conflicts) > 0 || res.refused() || res.published.Conflict != "" || p.attenuated
+}
+
+// write creates and repairs first, publishes (publish.Publisher), deletes after,
+// so that a changed role never leaves a gap without access and a published
+// namespace always has its bindings. For an instance with a
+// serviceAccount, the ServiceAccount is asked first about roles whose new
+// rules are held back, and a binding it no longer vouches for is deleted
+// at once (see ceiling.go).
+func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
+	w, err := r.writerFor(si)
+	if err != nil {
+		return result{}, err
+	}
+	instanceOwns := ownership.InstanceOwner(si.Name)
+	owns := func(o client.Object) bool { return instanceOwns(o) }
+	existingRBs, existingCRBs := engine.ByKey(p.existingRBs), engine.ByKey(p.existingCRBs)
+	v := vouched{rbs: p.wantRBs, crbs: p.wantCRBs}
+	if p.ceiling != nil {
+		if v, err = r.vouch(ctx, p.ceiling, p, existingRBs, existingCRBs); err != nil {
+			return result{}, err
+		}
+	}
+	ensuredRBs := engine.Ensure(ctx, w, engine.RoleBindingKind, owns, v.rbs, existingRBs)
+	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, v.crbs, existingCRBs)
+	revokedRBs, revokedCRBs := revoke(ctx, w, v, ensuredRBs, ensuredCRBs, existingRBs, existingCRBs)
+	ensuredRBs, ensuredCRBs = append(ensuredRBs, v.refusedRBs...), append(ensuredCRBs, v.refusedCRBs...)
+	metrics.NamespaceBinding.Bound(si.Name, ensuredRBs)
+	ensured := engine.Summarize(ensuredRBs, ensuredCRBs)
+	bound := boundNamespaces(si.Name, p, ensured)
+	clusterOK := len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted) == 0
+	pubs := r.publisher().Publish(ctx, si, p.targets.Cluster, bound, clusterOK)
+	deletedRBs := append(revokedRBs, engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)...)
+	deletedCRBs := append(revokedCRBs, engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)...)
+	res := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs), ensuredRBs: ensuredRBs, bound: bound, published: pubs,
+		revoked: len(revokedRBs) + len(revokedCRBs)}
+	for _, role := range p.conflicted {
+		res.conflicts = append(res.conflicts, fmt.Sprintf("ClusterRole %q of ScopeTemplate %q exists and was not created by oria for the template", role, p.template.Name))
+	}
+	for _, c := range res.summary.Conflicts {
+		res.conflicts = append(res.conflicts, c.Error())
+	}
+	r.recordEvents(si, ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs, res.conflicts)
+	return res, nil
+}
