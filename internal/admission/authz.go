@@ -44,8 +44,8 @@ const (
 type Authorizer struct {
 	// Client creates SubjectAccessReviews.
 	Client client.Client
-	// Rules reads a user's rules in a namespace (CachedRules, or
-	// RulesReviewer); nil asks SubjectAccessReviews for every permission.
+	// Rules reads a user's rules (CachedRules); nil asks
+	// SubjectAccessReviews for every permission.
 	Rules RuleSource
 	// Reader reads ClusterRoles (the API server, not a cache: oria caches
 	// only the roles it generated).
@@ -55,6 +55,9 @@ type Authorizer struct {
 	MaxMissing     int
 	MaxDenials     int
 	MaxPermissions int
+
+	// covers remembers what rules cover across requests.
+	covers coversMemo
 }
 
 // Denial is one thing the user may not do.
@@ -203,11 +206,19 @@ func (a *Authorizer) denied(parent context.Context, user authenticationv1.UserIn
 //
 // A role bindable cluster-wide is settled by one review for all its
 // namespaces; every other grant is answered from the user's rules where it
-// binds (one SelfSubjectRulesReview per namespace, and one for the cluster,
-// see RulesReviewer); what those cannot settle (incomplete rules, no
-// RulesReviewer) is asked with SubjectAccessReviews.
+// binds (CachedRules: the cluster's RBAC objects held in memory); what
+// those cannot settle (a grant the rules do not cover, no RuleSource) is
+// asked with SubjectAccessReviews.
 func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, inline map[string][]rbacv1.PolicyRule) ([]Denial, error) {
+	// The roles are read while the cluster-wide reviews are made: two
+	// round trips at once instead of one after the other.
+	roles := &roleRules{a: a, inline: inline, read: map[string]*rbacv1.ClusterRole{}}
+	prefetched := make(chan error, 1)
+	go func() { prefetched <- roles.prefetch(ctx, grants) }()
 	boundEverywhere, err := a.bindableEverywhere(ctx, user, grants)
+	if perr := <-prefetched; err == nil {
+		err = perr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -230,33 +241,20 @@ func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserIn
 		ctrl.LoggerFrom(ctx).Info("reading the user's rules failed; asking SubjectAccessReviews instead", "user", user.Username, "error", err.Error())
 		u = nil
 	}
-	roles := &roleRules{a: a, inline: inline, read: map[string]*rbacv1.ClusterRole{}}
-	if err := roles.prefetch(ctx, todo); err != nil {
-		return nil, err
-	}
-	var denials []Denial
 	var rest []binding.Grant
 	for _, g := range todo {
-		if u == nil {
-			rest = append(rest, g)
-			continue
-		}
-		rules, absent, err := roles.of(ctx, g.Role)
-		if err != nil {
-			return nil, err
-		}
-		d, settled := a.decide(u, g, rules, absent)
-		if !settled {
-			rest = append(rest, g)
-			continue
-		}
-		if d != nil {
-			if denials = append(denials, *d); a.enough(denials) {
-				return denials, nil
+		if u != nil {
+			rules, absent, err := roles.of(ctx, g.Role)
+			if err != nil {
+				return nil, err
+			}
+			if u.allows(g, rules, absent) {
+				continue
 			}
 		}
+		rest = append(rest, g)
 	}
-	return a.checkBindReviews(ctx, user, rest, roles, denials)
+	return a.checkBindReviews(ctx, user, rest, roles)
 }
 
 // enough reports whether a refusal names as many denials as it should

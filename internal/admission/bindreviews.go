@@ -17,7 +17,8 @@ import (
 
 // checkBindReviews checks grants with SubjectAccessReviews: "bind" on the
 // role where it is bound, else every permission it grants there.
-func (a *Authorizer) checkBindReviews(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, roles *roleRules, denials []Denial) ([]Denial, error) {
+func (a *Authorizer) checkBindReviews(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, roles *roleRules) ([]Denial, error) {
+	var denials []Denial
 	perms := make([]Permission, 0, len(grants))
 	byPerm := make(map[Permission]binding.Grant, len(grants))
 	for _, g := range grants {

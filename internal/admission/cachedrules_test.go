@@ -20,43 +20,35 @@ import (
 )
 
 // cachedRules returns CachedRules over a manager of its own on the package's
-// cluster, synced, with a fallback that fails the test if asked.
+// cluster, synced.
 func cachedRules(t *testing.T) *CachedRules {
 	t.Helper()
 	var rules *CachedRules
 	_, stop, err := testutil.StartManager(cluster.Config, func(mgr ctrl.Manager) error {
 		var err error
-		rules, err = NewCachedRules(mgr, failingRules{t})
+		rules, err = NewCachedRules(mgr)
 		return err
 	})
 	require.NoError(t, err)
 	t.Cleanup(stop)
-	require.Eventually(t, rules.Cache.Synced, 30*time.Second, 20*time.Millisecond, "the cache of RBAC objects syncs")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, rules.Cache.WaitForSync(ctx), "the cache of RBAC objects syncs")
 	return rules
 }
 
-// failingRules is a RuleSource that must not be asked.
-type failingRules struct{ t *testing.T }
-
-func (f failingRules) Rules(context.Context, authenticationv1.UserInfo, string) ([]rbacv1.PolicyRule, bool, error) {
-	f.t.Error("the fallback was asked although the cache had synced")
-	return nil, false, nil
-}
-
 // TestCachedRules checks the rules read from the cache against the API
-// server's own answer (SelfSubjectRulesReview), for bindings oria owns (in
-// the manager's cache) and others (in the guard's), and that a binding
-// created or deleted is seen at once.
+// server's own authorizer (SubjectAccessReviews), for a binding oria owns
+// (in the manager's cache) and one it does not (in the guard's), created and
+// deleted, and that equal holdings share a key.
 func TestCachedRules(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
 	admin, err := testutil.AdminClient(cluster)
 	require.NoError(t, err)
 	cached := cachedRules(t)
-	reviewer, err := NewRulesReviewer(cluster.Config)
-	require.NoError(t, err)
 
-	ns, role := testutil.UniqueName("cached"), testutil.UniqueName("cached-cms")
+	ns, ns2, role := testutil.UniqueName("cached"), testutil.UniqueName("cached"), testutil.UniqueName("cached-cms")
 	user := authenticationv1.UserInfo{Username: testutil.UniqueName("cached-user"), Groups: []string{"system:authenticated"}}
 	cms := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}
 	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
@@ -64,7 +56,7 @@ func TestCachedRules(t *testing.T) {
 	owned := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "owned", Namespace: ns,
 		Labels: map[string]string{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}}, RoleRef: ref, Subjects: subjects}
 	for _, o := range []client.Object{
-		testutil.Namespace(ns, nil),
+		testutil.Namespace(ns, nil), testutil.Namespace(ns2, nil),
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: cms},
 		owned,
 	} {
@@ -72,17 +64,16 @@ func TestCachedRules(t *testing.T) {
 		t.Cleanup(func() { _ = admin.Delete(ctx, o) })
 	}
 	holds := func(c *assert.CollectT, want bool) {
-		rules, complete, err := cached.Rules(ctx, user, ns)
+		sets, err := cached.RulesIn(ctx, user, []string{ns})
 		if !assert.NoError(c, err) {
 			return
 		}
-		assert.False(c, complete, "cached rules are RBAC's only: never complete")
-		covered, _ := rbacvalidation.Covers(rules, cms)
-		assert.Equal(c, want, covered, "rules %v", rules)
-		server, _, err := reviewer.Rules(ctx, user, ns)
+		covered, _ := rbacvalidation.Covers(sets[ns].Rules, cms)
+		assert.Equal(c, want, covered, "rules %v", sets[ns].Rules)
+		allowed, err := testutil.Allowed(ctx, admin, testutil.Access{User: user.Username, Groups: user.Groups,
+			Verb: "get", Resource: "configmaps", Namespace: ns})
 		if assert.NoError(c, err) {
-			covered, _ = rbacvalidation.Covers(server, cms)
-			assert.Equal(c, want, covered, "the API server agrees: %v", server)
+			assert.Equal(c, want, allowed, "the API server agrees")
 		}
 	}
 	assert.EventuallyWithT(t, func(c *assert.CollectT) { holds(c, true) }, 10*time.Second, 20*time.Millisecond,
@@ -91,22 +82,25 @@ func TestCachedRules(t *testing.T) {
 	require.NoError(t, admin.Delete(ctx, owned))
 	assert.EventuallyWithT(t, func(c *assert.CollectT) { holds(c, false) }, 10*time.Second, 20*time.Millisecond, "its deletion too")
 
-	other := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: ns}, RoleRef: ref, Subjects: subjects}
-	require.NoError(t, admin.Create(ctx, other))
+	for _, n := range []string{ns, ns2} {
+		other := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "other-" + n, Namespace: n}, RoleRef: ref, Subjects: subjects}
+		require.NoError(t, admin.Create(ctx, other))
+	}
 	assert.EventuallyWithT(t, func(c *assert.CollectT) { holds(c, true) }, 10*time.Second, 20*time.Millisecond,
 		"a binding someone else made (the guard's own cache) is seen")
 
-	rules, _, err := cached.Rules(ctx, user, "")
+	sets, err := cached.RulesIn(ctx, user, []string{ns, ns2, ""})
 	require.NoError(t, err)
-	if covered, _ := rbacvalidation.Covers(rules, cms); covered {
-		t.Errorf("a RoleBinding in %s counts cluster-wide: %v", ns, rules)
+	assert.Equal(t, sets[ns].Key, sets[ns2].Key, "the same role bound in two namespaces (under other names): one rule set")
+	assert.NotEqual(t, sets[ns].Key, sets[""].Key)
+	if covered, _ := rbacvalidation.Covers(sets[""].Rules, cms); covered {
+		t.Errorf("a RoleBinding in %s counts cluster-wide: %v", ns, sets[""].Rules)
 	}
 
 	// Through the Authorizer: covered grants are settled by the cache,
-	// the others confirmed by SubjectAccessReviews (the rules are never
-	// complete), with the same answers.
+	// the others by SubjectAccessReviews, which name what is missing.
 	authz := &Authorizer{Client: admin, Reader: admin, Rules: cached}
-	got, err := authz.CheckBind(ctx, user, []binding.Grant{{Role: role, Namespace: ns}}, nil)
+	got, err := authz.CheckBind(ctx, user, []binding.Grant{{Role: role, Namespace: ns}, {Role: role, Namespace: ns2}}, nil)
 	require.NoError(t, err)
 	assert.Empty(t, got)
 	got, err = authz.CheckBind(ctx, user, []binding.Grant{{Role: role, Namespace: "default"}}, nil)

@@ -51,10 +51,6 @@ const checkTimeout = 12 * time.Second
 // The guard asks the API server's authorizer about the requester, and reads
 // the roles, templates, instances and CRDs an object refers to.
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
-// The guard reads a requester's rules in a namespace with a
-// SelfSubjectRulesReview made as them (their name and groups).
-// +kubebuilder:rbac:groups=authorization.k8s.io,resources=selfsubjectrulesreviews,verbs=create
-// +kubebuilder:rbac:groups="",resources=users;groups,verbs=impersonate
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopetemplates;scopeinstances,verbs=get;list
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list
@@ -83,11 +79,7 @@ func New(c client.Client, reader client.Reader, scheme *runtime.Scheme) *Guard {
 // Setup registers the guard on mgr's webhook server at Path.
 func Setup(mgr ctrl.Manager) error {
 	g := New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())
-	reviewer, err := NewRulesReviewer(mgr.GetConfig())
-	if err != nil {
-		return err
-	}
-	rules, err := NewCachedRules(mgr, reviewer)
+	rules, err := NewCachedRules(mgr)
 	if err != nil {
 		return err
 	}

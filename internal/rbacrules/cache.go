@@ -3,7 +3,6 @@ package rbacrules
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,7 +29,8 @@ type Cache struct {
 	own cache.Cache
 	// others holds every other RBAC object.
 	others cache.Cache
-	synced atomic.Bool
+	// synced is closed once every informer has listed its objects.
+	synced chan struct{}
 	// ctx is the context Start was given: the caches' readers need one.
 	ctx context.Context
 }
@@ -69,7 +69,7 @@ func NewCache(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the cache of RBAC objects: %w", err)
 	}
-	return &Cache{own: cfg.Own, others: c}, nil
+	return &Cache{own: cfg.Own, others: c, synced: make(chan struct{})}, nil
 }
 
 // Start starts the informers and blocks until ctx is done.
@@ -94,7 +94,7 @@ func (c *Cache) Start(ctx context.Context) error {
 		informers = append(informers, inf.HasSynced)
 	}
 	if toolscache.WaitForCacheSync(ctx.Done(), informers...) {
-		c.synced.Store(true)
+		close(c.synced)
 	}
 	select {
 	case err := <-errs:
@@ -109,7 +109,24 @@ func (c *Cache) NeedLeaderElection() bool { return false }
 
 // Synced reports whether every informer has listed its objects: until then
 // the Lister would answer from a partial picture, and must not be asked.
-func (c *Cache) Synced() bool { return c.synced.Load() }
+func (c *Cache) Synced() bool {
+	select {
+	case <-c.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// WaitForSync waits until Synced, or ctx is done (its error).
+func (c *Cache) WaitForSync(ctx context.Context) error {
+	select {
+	case <-c.synced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // ClusterRoleBindings implements Lister.
 func (c *Cache) ClusterRoleBindings() ([]*rbacv1.ClusterRoleBinding, error) {

@@ -15,8 +15,10 @@
 package rbacrules
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 )
@@ -36,39 +38,39 @@ type User struct {
 	Groups []string
 }
 
-// For returns the rules user holds in namespace ("": cluster-wide, the
-// rules of their ClusterRoleBindings only). The rules of a role are
-// shared with the lister's object: callers must not change them.
-func For(l Lister, user User, namespace string) ([]rbacv1.PolicyRule, error) {
-	crbs, err := l.ClusterRoleBindings()
-	if err != nil {
-		return nil, fmt.Errorf("listing ClusterRoleBindings: %w", err)
+// Holding is what a user holds in one place: the roles bound to them
+// there, by ClusterRoleBindings and (in a namespace) RoleBindings, sorted,
+// each once. Equal holdings grant equal rules: a user who is admin of 100
+// namespaces has the same holding in each.
+type Holding struct {
+	namespace string
+	refs      []roleRef
+}
+
+// roleRef is a binding's role: a ClusterRole, or a Role of the binding's
+// namespace.
+type roleRef struct{ kind, name string }
+
+// Key identifies the rules of h: equal keys, equal rules (a Role is named
+// with its namespace).
+func (h Holding) Key() string {
+	var b strings.Builder
+	for _, r := range h.refs {
+		b.WriteString(r.kind)
+		if r.kind == "Role" {
+			b.WriteString(" " + h.namespace + "/")
+		}
+		b.WriteString(" " + r.name + "\x00")
 	}
+	return b.String()
+}
+
+// Rules returns the rules of h's roles, in a stable order. They are shared
+// with the lister's objects: callers must not change them.
+func (h Holding) Rules(l Lister) ([]rbacv1.PolicyRule, error) {
 	var rules []rbacv1.PolicyRule
-	for _, b := range crbs {
-		if !appliesTo(user, b.Subjects, "") || b.RoleRef.Kind != "ClusterRole" {
-			continue
-		}
-		r, err := l.ClusterRole(b.RoleRef.Name)
-		if err != nil {
-			return nil, fmt.Errorf("reading ClusterRole %q: %w", b.RoleRef.Name, err)
-		}
-		if r != nil {
-			rules = append(rules, r.Rules...)
-		}
-	}
-	if namespace == "" {
-		return rules, nil
-	}
-	rbs, err := l.RoleBindings(namespace)
-	if err != nil {
-		return nil, fmt.Errorf("listing the RoleBindings of namespace %q: %w", namespace, err)
-	}
-	for _, b := range rbs {
-		if !appliesTo(user, b.Subjects, namespace) {
-			continue
-		}
-		more, err := roleRules(l, b.RoleRef, namespace)
+	for _, ref := range h.refs {
+		more, err := roleRules(l, ref, h.namespace)
 		if err != nil {
 			return nil, err
 		}
@@ -77,19 +79,62 @@ func For(l Lister, user User, namespace string) ([]rbacv1.PolicyRule, error) {
 	return rules, nil
 }
 
+// Holdings returns what user holds in each of namespaces ("": cluster-wide,
+// their ClusterRoleBindings only), with one pass over the
+// ClusterRoleBindings and one over each namespace's RoleBindings.
+func Holdings(l Lister, user User, namespaces []string) (map[string]Holding, error) {
+	crbs, err := l.ClusterRoleBindings()
+	if err != nil {
+		return nil, fmt.Errorf("listing ClusterRoleBindings: %w", err)
+	}
+	var cluster []roleRef
+	for _, b := range crbs {
+		if b.RoleRef.Kind == "ClusterRole" && appliesTo(user, b.Subjects, "") {
+			cluster = append(cluster, roleRef{kind: b.RoleRef.Kind, name: b.RoleRef.Name})
+		}
+	}
+	out := make(map[string]Holding, len(namespaces))
+	for _, ns := range namespaces {
+		refs := slices.Clone(cluster)
+		if ns != "" {
+			rbs, err := l.RoleBindings(ns)
+			if err != nil {
+				return nil, fmt.Errorf("listing the RoleBindings of namespace %q: %w", ns, err)
+			}
+			for _, b := range rbs {
+				if appliesTo(user, b.Subjects, ns) {
+					refs = append(refs, roleRef{kind: b.RoleRef.Kind, name: b.RoleRef.Name})
+				}
+			}
+		}
+		slices.SortFunc(refs, func(a, b roleRef) int { return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.name, b.name)) })
+		out[ns] = Holding{namespace: ns, refs: slices.Compact(refs)}
+	}
+	return out, nil
+}
+
+// For returns the rules user holds in namespace ("": cluster-wide).
+func For(l Lister, user User, namespace string) ([]rbacv1.PolicyRule, error) {
+	h, err := Holdings(l, user, []string{namespace})
+	if err != nil {
+		return nil, err
+	}
+	return h[namespace].Rules(l)
+}
+
 // roleRules are the rules of the role a RoleBinding in namespace refers to.
-func roleRules(l Lister, ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
-	switch ref.Kind {
+func roleRules(l Lister, ref roleRef, namespace string) ([]rbacv1.PolicyRule, error) {
+	switch ref.kind {
 	case "ClusterRole":
-		r, err := l.ClusterRole(ref.Name)
+		r, err := l.ClusterRole(ref.name)
 		if err != nil || r == nil {
-			return nil, wrap(err, "ClusterRole", ref.Name)
+			return nil, wrap(err, "ClusterRole ", ref.name)
 		}
 		return r.Rules, nil
 	case "Role":
-		r, err := l.Role(namespace, ref.Name)
+		r, err := l.Role(namespace, ref.name)
 		if err != nil || r == nil {
-			return nil, wrap(err, "Role "+namespace+"/", ref.Name)
+			return nil, wrap(err, "Role "+namespace+"/", ref.name)
 		}
 		return r.Rules, nil
 	}

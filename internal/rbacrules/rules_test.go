@@ -54,9 +54,15 @@ func TestFor(t *testing.T) {
 	ref := func(kind, name string) rbacv1.RoleRef {
 		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: name}
 	}
-	user := func(n string) rbacv1.Subject { return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: n} }
-	group := func(n string) rbacv1.Subject { return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: n} }
-	sa := func(ns, n string) rbacv1.Subject { return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: n} }
+	user := func(n string) rbacv1.Subject {
+		return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: n}
+	}
+	group := func(n string) rbacv1.Subject {
+		return rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: n}
+	}
+	sa := func(ns, n string) rbacv1.Subject {
+		return rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: n}
+	}
 	l := objects{
 		crs: []*rbacv1.ClusterRole{
 			{ObjectMeta: meta("", "pods"), Rules: []rbacv1.PolicyRule{rule("pods")}},
