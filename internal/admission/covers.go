@@ -25,7 +25,6 @@ type coversMemo struct {
 // digest identifies a list of rules by its contents.
 type digest [sha256.Size]byte
 
-
 // maxCoverAnswers bounds the memo: a few distinct holdings times the roles
 // they bind.
 const maxCoverAnswers = 1024
