@@ -152,11 +152,34 @@ func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, err
 			return []string{err.Error()}, nil
 		}
 	}
+	// Whether the requester may do everything (then nothing else matters)
+	// is asked while the rest is checked: one round trip less for everyone
+	// else, and the rest is cancelled for those who may.
 	user := req.UserInfo
-	if ok, err := g.Authorizer.Unrestricted(ctx, user); err != nil || ok {
-		return nil, err
+	type answer struct {
+		ok  bool
+		err error
 	}
-	if problems, err := g.checkMetadata(ctx, user, req.Kind.Kind, c, old, obj); err != nil || len(problems) > 0 {
+	unrestricted := make(chan answer, 1)
+	checkCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		ok, err := g.Authorizer.Unrestricted(ctx, user)
+		if ok {
+			cancel()
+		}
+		unrestricted <- answer{ok, err}
+	}()
+	problems, err := g.checkRestricted(checkCtx, user, req.Kind.Kind, c, old, obj)
+	if u := <-unrestricted; u.err != nil || u.ok {
+		return nil, u.err
+	}
+	return problems, err
+}
+
+// checkRestricted checks a change by a user who may not do everything.
+func (g *Guard) checkRestricted(ctx context.Context, user authenticationv1.UserInfo, kind string, c change, old, obj client.Object) ([]string, error) {
+	if problems, err := g.checkMetadata(ctx, user, kind, c, old, obj); err != nil || len(problems) > 0 {
 		return problems, err
 	}
 	if !c.grants {
