@@ -11,7 +11,9 @@ import (
 	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
 	"github.com/operator-framework/oria/internal/controller/scopeinstance"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/metrics"
 )
 
 // SetupAll registers every oria controller with mgr.
@@ -31,20 +33,23 @@ func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	// One write engine for the four controllers: their writes share its
+	// tokens (engine.MaxInFlight) and are counted in oria's metrics.
+	eng := engine.New(metrics.ObserveWrites)
 	for _, setup := range []func() error{
 		func() error {
 			return extension.SetupWithManager(mgr, extension.Options{
-				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes, BundleRoles: bundleRoles})
+				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes, BundleRoles: bundleRoles, Engine: eng})
 		},
 		func() error {
 			return rbacpolicy.SetupWithManager(mgr, rbacpolicy.Options{
-				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes, BundleRoles: bundleRoles})
+				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes, BundleRoles: bundleRoles, Engine: eng})
 		},
 		func() error {
-			return scopetemplate.SetupWithManager(mgr, scopetemplate.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+			return scopetemplate.SetupWithManager(mgr, scopetemplate.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Engine: eng})
 		},
 		func() error {
-			return scopeinstance.SetupWithManager(mgr, scopeinstance.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
+			return scopeinstance.SetupWithManager(mgr, scopeinstance.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Engine: eng})
 		},
 	} {
 		if err := setup(); err != nil {

@@ -22,7 +22,8 @@
 //   - deletions carry a UID precondition, so an object replaced meanwhile by
 //     someone else's is never deleted.
 //
-// Writes fan out over a bounded worker pool; one object's failure never
+// Writes fan out over a bounded worker pool, within the write tokens of the
+// Engine shared by one set of controllers; one object's failure never
 // stops the others, and every object gets an Outcome.
 package engine
 
@@ -112,6 +113,9 @@ type Writer struct {
 	// Revoker deletes (deletions only take access away, so they need no
 	// attenuation); Client when nil.
 	Revoker client.Client
+	// Engine is the state shared with every other Writer of the same set
+	// of controllers: write tokens and the observer (nil: none).
+	Engine *Engine
 	// Attenuated says that Client writes as an identity that caps what may
 	// be granted (an impersonated ServiceAccount): a write it may not make
 	// is the outcome Forbidden, not a failure.
@@ -212,7 +216,7 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 		}
 		todo = append(todo, i)
 	}
-	Parallel(w.workers(), len(todo), func(j int) {
+	w.Engine.Parallel(w.workers(), len(todo), func(j int) {
 		i := todo[j]
 		want := desired[i]
 		if cur, ok := cached[Key(want)]; ok {
@@ -221,7 +225,7 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 		}
 		out[i] = ensureUncached(ctx, w, k, owns, want, out[i])
 	})
-	return observe(k.Name, out)
+	return w.Engine.observe(k.Name, out)
 }
 
 // ensureUncached handles an object oria's cache does not show: absent, or
@@ -338,7 +342,7 @@ func repair[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, wan
 // another meanwhile, counts as deleted.
 func Delete[T client.Object](ctx context.Context, w *Writer, kind string, objs []T) []Outcome {
 	out := make([]Outcome, len(objs))
-	Parallel(w.workers(), len(objs), func(i int) {
+	w.Engine.Parallel(w.workers(), len(objs), func(i int) {
 		obj := objs[i]
 		out[i] = Outcome{Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted}
 		uid := obj.GetUID()
@@ -347,7 +351,7 @@ func Delete[T client.Object](ctx context.Context, w *Writer, kind string, objs [
 			out[i].Action, out[i].Err = Failed, fmt.Errorf("deleting %s %s: %w", kind, describe(obj), err)
 		}
 	})
-	return observe(kind, out)
+	return w.Engine.observe(kind, out)
 }
 
 // Apply server-side applies partial objects that are not oria's (the one
@@ -355,11 +359,11 @@ func Delete[T client.Object](ctx context.Context, w *Writer, kind string, objs [
 // oria's ownership of exactly the fields each names.
 func Apply(ctx context.Context, w *Writer, acs []runtime.ApplyConfiguration, describe func(i int) string) []Outcome {
 	out := make([]Outcome, len(acs))
-	Parallel(w.workers(), len(acs), func(i int) {
+	w.Engine.Parallel(w.workers(), len(acs), func(i int) {
 		out[i] = Outcome{Name: describe(i), Action: Updated}
 		if err := w.Client.Apply(ctx, acs[i], client.FieldOwner(oriav1alpha1.FieldOwner), client.ForceOwnership); err != nil {
 			out[i].Action, out[i].Err = Failed, fmt.Errorf("applying %s: %w", describe(i), err)
 		}
 	})
-	return observe(applyKind(acs), out)
+	return w.Engine.observe(applyKind(acs), out)
 }

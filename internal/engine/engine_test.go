@@ -261,9 +261,10 @@ func TestParallelSharesTheProcessCap(t *testing.T) {
 	var now, peak atomic.Int64
 	var wg sync.WaitGroup
 	release := make(chan struct{})
+	e := engine.New(nil)
 	for range 3 { // 3 x 64 workers would be 192 at once without the cap
 		wg.Go(func() {
-			engine.Parallel(engine.DefaultWorkers, engine.DefaultWorkers, func(int) {
+			e.Parallel(engine.DefaultWorkers, engine.DefaultWorkers, func(int) {
 				n := now.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}

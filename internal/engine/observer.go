@@ -2,20 +2,14 @@ package engine
 
 import "k8s.io/apimachinery/pkg/runtime"
 
-// Observer, when set, is called with the outcomes of every Ensure, Delete
-// and Apply and the kind of their objects (internal/metrics counts writes
-// with it). Set it once at start-up, before any reconcile; it must be safe
-// for concurrent use.
-var Observer func(kind string, outcomes []Outcome)
-
-func observe(kind string, out []Outcome) []Outcome {
-	if Observer != nil && len(out) > 0 {
-		Observer(kind, out)
+func (e *Engine) observe(kind string, out []Outcome) []Outcome {
+	if e != nil && e.observer != nil && len(out) > 0 {
+		e.observer(kind, out)
 	}
 	return out
 }
 
-// applyKind is the kind an apply configuration names, for Observer.
+// applyKind is the kind an apply configuration names, for the observer.
 func applyKind(acs []runtime.ApplyConfiguration) string {
 	for _, ac := range acs {
 		if k, ok := ac.(interface{ GetKind() *string }); ok && k.GetKind() != nil {

@@ -15,7 +15,8 @@ import (
 // instance, named with oriav1alpha1.PublicationFieldOwnerPrefix), not
 // oriav1alpha1.FieldOwner: writers of the same ConfigMap or workload then
 // never remove each other's fields. Such writes are not RBAC objects and
-// are not reported to Observer (oria_writes_total counts RBAC writes).
+// are not reported to the Engine's observer (oria_writes_total counts RBAC
+// writes).
 
 // ApplyKey server-side applies ac as owner without force: a field another
 // manager holds is a conflict, nothing is written and conflict is true

@@ -3,7 +3,6 @@ package manager
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -24,21 +23,16 @@ import (
 // returns the cached objects without building a list.
 const IndexInstanceBindings = "oria.operatorframework.io/scope-instance"
 
-// instanceBindings holds the lookup of every cache indexed so far.
-var instanceBindings sync.Map
-
 // InstanceBindings looks up the cached bindings of a ScopeInstance.
 type InstanceBindings struct {
 	rbs, crbs toolscache.Indexer
 }
 
 // NewInstanceBindings registers IndexInstanceBindings on c's RoleBinding
-// and ClusterRoleBinding informers (once per cache: a second call returns
-// the same lookup).
+// and ClusterRoleBinding informers, once per cache (the informers record
+// it: a second call, from another controller of the same manager, looks up
+// through the index already there).
 func NewInstanceBindings(ctx context.Context, c cache.Informers) (*InstanceBindings, error) {
-	if b, ok := instanceBindings.Load(c); ok {
-		return b.(*InstanceBindings), nil
-	}
 	rbs, err := instanceIndexer(ctx, c, &rbacv1.RoleBinding{})
 	if err != nil {
 		return nil, err
@@ -47,8 +41,7 @@ func NewInstanceBindings(ctx context.Context, c cache.Informers) (*InstanceBindi
 	if err != nil {
 		return nil, err
 	}
-	b, _ := instanceBindings.LoadOrStore(c, &InstanceBindings{rbs: rbs, crbs: crbs})
-	return b.(*InstanceBindings), nil
+	return &InstanceBindings{rbs: rbs, crbs: crbs}, nil
 }
 
 func instanceIndexer(ctx context.Context, c cache.Informers, obj client.Object) (toolscache.Indexer, error) {
@@ -59,6 +52,9 @@ func instanceIndexer(ctx context.Context, c cache.Informers, obj client.Object) 
 	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
 	if !ok {
 		return nil, fmt.Errorf("the %T informer (%T) has no indexer", obj, inf)
+	}
+	if _, ok := indexed.GetIndexer().GetIndexers()[IndexInstanceBindings]; ok {
+		return indexed.GetIndexer(), nil
 	}
 	if err := inf.AddIndexers(toolscache.Indexers{IndexInstanceBindings: byInstanceLabel}); err != nil {
 		return nil, fmt.Errorf("indexing %T by %s: %w", obj, IndexInstanceBindings, err)

@@ -41,8 +41,6 @@ type interner struct {
 	subjects map[string][]rbacv1.Subject
 }
 
-var shared = newInterner()
-
 func newInterner() *interner {
 	return &interner{
 		strs:     map[string]string{},
@@ -148,8 +146,10 @@ func (in *interner) meta(m *metav1.ObjectMeta) {
 // LeanBindings is the cache transform of RoleBindings and
 // ClusterRoleBindings: managedFields dropped (as for every cached object)
 // and the repeating parts shared (see above). Other objects pass through
-// with managedFields dropped.
+// with managedFields dropped. The shared parts belong to the transform
+// (one per cache: the manager's), not to the process.
 func LeanBindings() toolscache.TransformFunc {
+	shared := newInterner()
 	strip := cache.TransformStripManagedFields()
 	return func(obj any) (any, error) {
 		switch b := obj.(type) {

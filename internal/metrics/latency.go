@@ -20,7 +20,8 @@ type pendingKey struct{ instance, namespace string }
 // NamespaceLatency measures oria_namespace_binding_latency_seconds: Seen
 // records when a namespace event that concerns an instance reached oria,
 // Bound observes the time to the instance's first RoleBinding created in
-// that namespace. Safe for concurrent use.
+// that namespace. Safe for concurrent use; a nil *NamespaceLatency measures
+// nothing.
 type NamespaceLatency struct {
 	// Now returns the current time (tests set it).
 	Now     func() time.Time
@@ -30,8 +31,12 @@ type NamespaceLatency struct {
 	pending map[pendingKey]time.Time
 }
 
-// NamespaceBinding is the process's NamespaceLatency, feeding the histogram.
-var NamespaceBinding = NewNamespaceLatency(bindingLatency.Observe)
+// NewBindingLatency returns a NamespaceLatency feeding the
+// oria_namespace_binding_latency_seconds histogram (the ScopeInstance
+// controller keeps one).
+func NewBindingLatency() *NamespaceLatency {
+	return NewNamespaceLatency(bindingLatency.Observe)
+}
 
 // NewNamespaceLatency returns a NamespaceLatency reporting to observe.
 func NewNamespaceLatency(observe func(seconds float64)) *NamespaceLatency {
@@ -42,6 +47,9 @@ func NewNamespaceLatency(observe func(seconds float64)) *NamespaceLatency {
 // now. An earlier event still waiting is kept: the latency runs from the
 // first.
 func (l *NamespaceLatency) Seen(instance, namespace string) {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.Now()
@@ -78,6 +86,9 @@ func (l *NamespaceLatency) prune(now time.Time) {
 // and any other outcome (unchanged, conflict, failure) ends the wait
 // without one.
 func (l *NamespaceLatency) Bound(instance string, outcomes []engine.Outcome) {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.Now()
@@ -104,6 +115,9 @@ func (l *NamespaceLatency) Bound(instance string, outcomes []engine.Outcome) {
 // bind for a reason of the world's (a missing ServiceAccount or template, a
 // spec to fix): the histogram measures oria, not how long the world took.
 func (l *NamespaceLatency) Abandon(instance string) {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k := range l.pending {
@@ -115,6 +129,9 @@ func (l *NamespaceLatency) Abandon(instance string) {
 
 // Forget drops the pending events of a namespace (deleted meanwhile).
 func (l *NamespaceLatency) Forget(namespace string) {
+	if l == nil {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k := range l.pending {

@@ -49,6 +49,12 @@ const (
 	NamespaceBindingLatency = "oria_namespace_binding_latency_seconds"
 )
 
+// The collectors are process-level: a process has one Prometheus registry
+// (controller-runtime's, served on /metrics), and a collector can be
+// registered in it once; so every set of controllers in a process counts
+// into the same ones. What each set of controllers keeps to feed them (the
+// engine's observer, NamespaceLatency's pending events) lives on its
+// reconcilers.
 var (
 	writes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: WritesTotal,
@@ -74,7 +80,8 @@ var actions = map[engine.Action]string{
 }
 
 // ObserveWrites counts the writes and failed writes among outcomes (of
-// objects of kind); it is the engine's Observer.
+// objects of kind); it is the observer of the engine (engine.New) of the
+// controllers controller.SetupAll registers.
 func ObserveWrites(kind string, outcomes []engine.Outcome) {
 	for _, o := range outcomes {
 		if a, ok := actions[o.Action]; ok {
@@ -97,12 +104,14 @@ func errorReason(err error) string {
 	return "Unknown"
 }
 
+// registerOnce is process-level for the same reason as the collectors: a
+// process has one registry, and a second registration would fail.
 var registerOnce sync.Once
 
 // Register adds oria's metrics to controller-runtime's registry (served on
 // the manager's /metrics), with the object gauges read from r (the
-// manager's cache), and hooks the write engine. Only the first call
-// registers: a process has one registry.
+// manager's cache). Only the first call registers: a process has one
+// registry.
 func Register(r client.Reader) error {
 	var err error
 	registerOnce.Do(func() {
@@ -111,7 +120,6 @@ func Register(r client.Reader) error {
 				return
 			}
 		}
-		engine.Observer = ObserveWrites
 	})
 	return err
 }

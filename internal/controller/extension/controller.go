@@ -51,10 +51,6 @@ const (
 // not in oria's cache: nothing tells oria when one goes away.
 const DefaultRecheckInterval = time.Minute
 
-// memo remembers conflicting ClusterRoles for every Reconciler of this
-// process (see engine.Memo).
-var memo = engine.NewMemo()
-
 // DefaultMaxConcurrentReconciles is how many extensions are reconciled at
 // once. An extension's reconcile is small (a few roles per API, one
 // condition) and mostly waits: its roles' creates, then its status write,
@@ -82,6 +78,12 @@ type Options struct {
 	// BundleRoles is the cache of bundle-provided ClusterRoles
 	// (manager.NewBundleRoleCache); nil makes one for the manager.
 	BundleRoles cache.Cache
+	// Engine is the write engine's state shared by one set of controllers
+	// (controller.SetupAll passes one to all); nil makes one of its own.
+	Engine *engine.Engine
+	// Memo: see Reconciler.Memo; nil makes one of its own (tests share it
+	// with a Reconciler they build).
+	Memo *engine.Memo
 }
 
 // Reconciler reconciles the ClusterRoles of one ClusterExtension and its
@@ -107,6 +109,12 @@ type Reconciler struct {
 	// APIScopes tells cluster-scoped APIs from namespaced ones; nil leaves
 	// them unnamed in the condition.
 	APIScopes *manager.APIScopes
+	// Engine is the write engine's state this controller shares with the
+	// others of its manager; nil bounds nothing and observes nothing.
+	Engine *engine.Engine
+	// Memo remembers the objects found in conflict for this controller
+	// (see engine.Memo); nil remembers nothing.
+	Memo *engine.Memo
 }
 
 // SetupWithManager registers the controller with mgr.
@@ -129,6 +137,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		DefaultMode:           opts.DefaultMode,
 		ConflictRetryInterval: opts.ConflictRetryInterval,
 		APIScopes:             opts.APIScopes,
+		Engine:                cmp.Or(opts.Engine, engine.New(nil)),
+		Memo:                  cmp.Or(opts.Memo, engine.NewMemo()),
 	}
 	if r.APIScopes == nil {
 		if r.APIScopes, err = manager.NewAPIScopesForConfig(mgr.GetConfig()); err != nil {
@@ -141,7 +151,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		// Generated roles are controlled by their extension: a deleted or
 		// edited role brings its extension back for repair.
 		Watches(&rbacv1.ClusterRole{}, manager.EnqueueController(ocv1.GroupVersion.Group, ocv1.ClusterExtensionKind,
-			memo.Of(roleKind.Name))).
+			r.Memo.Of(roleKind.Name))).
 		// An upgrade adds or removes CRDs, and bundle-provided roles: each
 		// belongs to the extension its owner label names (old and new
 		// owner on an update). Both are watched as metadata only.
@@ -219,7 +229,7 @@ func (r *Reconciler) writer() *engine.Writer {
 	// The engine's default pool: the roles of an extension with up to 16
 	// APIs go out at once (a pool of 16 took two round trips for a 5-API
 	// extension's 20 roles).
-	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Memo: memo, Recheck: r.recheck()}
+	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Memo: r.Memo, Engine: r.Engine, Recheck: r.recheck()}
 }
 
 // write applies the plan through the engine: generated roles first, then

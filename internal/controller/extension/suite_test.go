@@ -19,6 +19,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/extension"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/testutil"
@@ -56,6 +57,11 @@ func startManager(t *testing.T, opts extension.Options) *env {
 	// The controller runs with oria's own RBAC, not as cluster-admin.
 	cfg, err := testutil.OriaConfig(context.Background(), cluster, k8sClient)
 	require.NoError(t, err)
+	if opts.Memo == nil {
+		// Shared with the Reconcilers a test builds (assertQuiet), as the
+		// controller's memory of conflicts.
+		opts.Memo = engine.NewMemo()
+	}
 	mgr, stopMgr, err := testutil.StartManager(cfg, func(m ctrl.Manager) error {
 		return extension.SetupWithManager(m, opts)
 	})
@@ -283,6 +289,7 @@ func assertQuiet(t *testing.T, e *env, name string) {
 		APIReader:   e.mgr.GetAPIReader(),
 		Recorder:    events.NewFakeRecorder(100),
 		DefaultMode: e.opts.DefaultMode,
+		Memo:        e.opts.Memo,
 	}
 	testutil.Quiet(t, r, writes, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}}, 3)
 }

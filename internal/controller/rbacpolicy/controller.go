@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/reconciler"
@@ -71,6 +72,9 @@ type Options struct {
 	// of its extension. nil: bundle roles are read from the API server on
 	// every reconcile, and their changes are not watched.
 	BundleRoles cache.Cache
+	// Engine is the write engine's state shared by one set of controllers
+	// (controller.SetupAll passes one to all); nil makes one of its own.
+	Engine *engine.Engine
 }
 
 // Reconciler reconciles RBACPolicies.
@@ -95,6 +99,9 @@ type Reconciler struct {
 	// BundleRoles reads bundle-provided ClusterRoles as metadata (nil: the
 	// API server is asked on every reconcile).
 	BundleRoles client.Reader
+	// Engine is the write engine's state this controller shares with the
+	// others of its manager; nil bounds nothing and observes nothing.
+	Engine *engine.Engine
 }
 
 // SetupWithManager registers the controller and its index with mgr.
@@ -107,6 +114,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 
 		ConflictRecheckInterval: cmp.Or(opts.ConflictRecheckInterval, DefaultRecheckInterval),
 		APIScopes:               opts.APIScopes,
+		Engine:                  cmp.Or(opts.Engine, engine.New(nil)),
 	}
 	if opts.BundleRoles != nil {
 		r.BundleRoles = opts.BundleRoles

@@ -35,7 +35,7 @@ func (r *Reconciler) writer() *engine.Writer {
 	if reader == nil {
 		reader = r.Client
 	}
-	return &engine.Writer{Client: r.Client, Reader: reader}
+	return &engine.Writer{Client: r.Client, Reader: reader, Engine: r.Engine}
 }
 
 // Write carries out the plan's decision: write the compiled objects, revoke

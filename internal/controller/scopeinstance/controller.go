@@ -85,10 +85,6 @@ const (
 	RecorderName   = "oria-" + ControllerName
 )
 
-// memo remembers conflicting bindings for every Reconciler of this process
-// (see engine.Memo).
-var memo = engine.NewMemo()
-
 // DefaultRecheckInterval is how often an instance in conflict looks
 // again: the conflicting object is not oria's, so oria's cache does not show
 // it and no event announces that it is gone.
@@ -129,6 +125,9 @@ type Options struct {
 	// instance that only count its bound namespaces
 	// (DefaultStatusSpacing when 0; see status.Spacing).
 	StatusSpacing time.Duration
+	// Engine is the write engine's state shared by one set of controllers
+	// (controller.SetupAll passes one to all); nil makes one of its own.
+	Engine *engine.Engine
 }
 
 // DefaultStatusSpacing is how often, at most, an instance whose bound
@@ -164,6 +163,15 @@ type Reconciler struct {
 	// Spacing spaces out the status writes that only count bound
 	// namespaces; nil writes every change at once.
 	Spacing *status.Spacing
+	// Engine is the write engine's state this controller shares with the
+	// others of its manager; nil bounds nothing and observes nothing.
+	Engine *engine.Engine
+	// Memo remembers the objects found in conflict for this controller
+	// (see engine.Memo); nil remembers nothing.
+	Memo *engine.Memo
+	// Latency measures how long a namespace event waits for its binding
+	// (oria_namespace_binding_latency_seconds); nil measures nothing.
+	Latency *metrics.NamespaceLatency
 }
 
 // SetupWithManager registers the controller (and the shared binding
@@ -182,6 +190,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 
 		ConflictRecheckInterval: opts.ConflictRecheckInterval,
 		Timing:                  opts.Timing,
+		Engine:                  cmp.Or(opts.Engine, engine.New(nil)),
+		Memo:                    engine.NewMemo(),
+		Latency:                 metrics.NewBindingLatency(),
 		Spacing:                 status.NewSpacing(cmp.Or(opts.StatusSpacing, DefaultStatusSpacing)),
 		Impersonators: &Impersonators{Config: mgr.GetConfig(), Options: client.Options{
 			Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: nil}},
@@ -190,9 +201,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named(ControllerName).
 		For(&oriav1alpha1.ScopeInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&rbacv1.RoleBinding{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
-			memo.Of(engine.RoleBindingKind.Name))).
+			r.Memo.Of(engine.RoleBindingKind.Name))).
 		Watches(&rbacv1.ClusterRoleBinding{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
-			memo.Of(engine.ClusterRoleBindingKind.Name))).
+			r.Memo.Of(engine.ClusterRoleBindingKind.Name))).
 		Watches(&oriav1alpha1.ScopeTemplate{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.instancesOf(ctx, o.GetName())
@@ -276,7 +287,7 @@ func (r *Reconciler) Deleting(ctx context.Context, si *oriav1alpha1.ScopeInstanc
 // (revokeFrozen).
 func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
 	if p.specErr != nil {
-		metrics.NamespaceBinding.Abandon(si.Name)
+		r.Latency.Abandon(si.Name)
 		return r.revokeFrozen(ctx, si, p), nil
 	}
 	res, err := r.write(ctx, si, p)

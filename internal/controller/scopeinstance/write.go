@@ -10,7 +10,6 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
-	"github.com/operator-framework/oria/internal/metrics"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/publish"
 )
@@ -37,7 +36,7 @@ func (r *Reconciler) Cleanup(ctx context.Context, instance string) error {
 }
 
 func (r *Reconciler) writer() *engine.Writer {
-	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Workers: r.Workers, Memo: memo, Recheck: r.recheck()}
+	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Workers: r.Workers, Memo: r.Memo, Engine: r.Engine, Recheck: r.recheck()}
 }
 
 // result is what the writes of one reconcile did.
@@ -99,7 +98,7 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, v.crbs, existingCRBs)
 	revokedRBs, revokedCRBs := revoke(ctx, w, v, ensuredRBs, ensuredCRBs, existingRBs, existingCRBs)
 	ensuredRBs, ensuredCRBs = append(ensuredRBs, v.refusedRBs...), append(ensuredCRBs, v.refusedCRBs...)
-	metrics.NamespaceBinding.Bound(si.Name, ensuredRBs)
+	r.Latency.Bound(si.Name, ensuredRBs)
 	ensured := engine.Summarize(ensuredRBs, ensuredCRBs)
 	bound := boundNamespaces(si.Name, p, ensured)
 	clusterOK := len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted) == 0

@@ -62,10 +62,6 @@ const (
 // it and no event announces that it is gone.
 const DefaultRecheckInterval = 30 * time.Second
 
-// memo remembers conflicting ClusterRoles for every Reconciler of this
-// process (see engine.Memo).
-var memo = engine.NewMemo()
-
 // DefaultMaxConcurrentReconciles is how many templates are reconciled at
 // once.
 const DefaultMaxConcurrentReconciles = 4
@@ -78,6 +74,9 @@ type Options struct {
 	// ConflictRecheckInterval: see DefaultRecheckInterval (the default
 	// when 0).
 	ConflictRecheckInterval time.Duration
+	// Engine is the write engine's state shared by one set of controllers
+	// (controller.SetupAll passes one to all); nil makes one of its own.
+	Engine *engine.Engine
 }
 
 // Reconciler reconciles ScopeTemplates.
@@ -98,6 +97,12 @@ type Reconciler struct {
 	// rules wait for the ceilings their bindings record, see ceiling.go);
 	// nil lists them through Client by label.
 	Bindings *manager.InstanceBindings
+	// Engine is the write engine's state this controller shares with the
+	// others of its manager; nil bounds nothing and observes nothing.
+	Engine *engine.Engine
+	// Memo remembers the objects found in conflict for this controller
+	// (see engine.Memo); nil remembers nothing.
+	Memo *engine.Memo
 }
 
 // SetupWithManager registers the controller (and the shared binding
@@ -114,12 +119,14 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Recorder:  mgr.GetEventRecorder(RecorderName),
 
 		ConflictRecheckInterval: opts.ConflictRecheckInterval,
+		Engine:                  cmp.Or(opts.Engine, engine.New(nil)),
+		Memo:                    engine.NewMemo(),
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&oriav1alpha1.ScopeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&rbacv1.ClusterRole{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeTemplate,
-			memo.Of(roleKind.Name))).
+			r.Memo.Of(roleKind.Name))).
 		// A referenced role that is one of oria's (an extension's generated
 		// role, another template's inline role) coming or going changes
 		// whether the template's roles exist. Other ClusterRoles are not in
@@ -229,7 +236,7 @@ func (r *Reconciler) recheck() time.Duration {
 }
 
 func (r *Reconciler) writer() *engine.Writer {
-	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Memo: memo, Recheck: r.recheck()}
+	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Memo: r.Memo, Engine: r.Engine, Recheck: r.recheck()}
 }
 
 // Cleanup removes the inline ClusterRoles of a deleted template.
