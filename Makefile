@@ -58,6 +58,10 @@ controlplane: ## Build (once, cached outside the clone) etcd, kube-apiserver and
 olm: ## Build (once, cached outside the clone) OLM v1: operator-controller and catalogd v1.2.0, for test/olm.
 	@hack/olm.sh >/dev/null
 
+.PHONY: promtool
+promtool: ## Build (once, cached outside the clone) promtool, which test/e2e runs the example alerts through.
+	@hack/promtool.sh >/dev/null
+
 ##@ Run
 
 .PHONY: run
@@ -102,8 +106,8 @@ undeploy: ## Remove what `make deploy` installed (the CRDs too, and with them ev
 ##@ Test
 
 .PHONY: test
-test: controlplane olm verify ## Everything: checks, unit, integration (envtest) and end-to-end tests.
-	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test $(GO_TEST_FLAGS) ./...
+test: controlplane olm promtool verify ## Everything: checks, unit, integration (envtest) and end-to-end tests.
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" ORIA_PROMTOOL="$$(hack/promtool.sh)" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: verify
 verify: ## Fail if gofmt, go vet, go mod tidy or generated files are stale.

@@ -1,6 +1,8 @@
 // Package docs holds oria's documentation. Its test keeps the YAML examples
-// honest: each one must be, verbatim, a file of config/samples (which the
-// end-to-end tests apply to a real cluster), so the docs cannot rot.
+// honest: each one must be, verbatim, a file under config/ — a sample of
+// config/samples (which the end-to-end tests apply to a real cluster) or
+// the example alerts of config/prometheus (which they run through promtool)
+// — so the docs cannot rot.
 package docs
 
 import (
@@ -29,18 +31,18 @@ func TestYAMLExamplesAreSamples(t *testing.T) {
 			found++
 			block := m[1]
 			first, rest, _ := strings.Cut(block, "\n")
-			sample, ok := strings.CutPrefix(first, "# config/samples/")
+			file, ok := strings.CutPrefix(first, "# config/")
 			if !ok {
-				t.Errorf("%s: a yaml example must start with '# config/samples/<file>' and be that file; it starts with %q", doc, first)
+				t.Errorf("%s: a yaml example must start with '# config/<dir>/<file>' and be that file; it starts with %q", doc, first)
 				continue
 			}
-			want, err := os.ReadFile(filepath.Join("..", "config", "samples", sample))
+			want, err := os.ReadFile(filepath.Join("..", "config", filepath.FromSlash(file)))
 			if err != nil {
-				t.Errorf("%s: example names %s: %v", doc, sample, err)
+				t.Errorf("%s: example names config/%s: %v", doc, file, err)
 				continue
 			}
 			if strings.TrimSpace(rest) != strings.TrimSpace(string(want)) {
-				t.Errorf("%s: the example of config/samples/%s differs from the file; copy the file into the doc", doc, sample)
+				t.Errorf("%s: the example of config/%s differs from the file; copy the file into the doc", doc, file)
 			}
 		}
 	}

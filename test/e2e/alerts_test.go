@@ -1,0 +1,256 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller/scopeinstance"
+	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/testutil"
+	"github.com/operator-framework/oria/test/localcluster"
+)
+
+// alerts is, for each alert of config/prometheus/alerts.yaml, the label
+// sets (besides the rule's own labels) it must fire with.
+type alerts map[string][]map[string]string
+
+// TestExampleAlerts runs the user guide's example alerts
+// (config/prometheus/alerts.yaml) through promtool against oria's real
+// /metrics, scraped while a scenario on the running oria goes from a
+// healthy cluster to bad states and back:
+//   - a ScopeInstance waiting for its ceiling ServiceAccount while a
+//     namespace is labelled into its selector (ServiceAccountNotFound);
+//   - a ScopeInstance listing a namespace that does not exist;
+//   - an attenuation the admin accepts: a ceiling that holds pods but not
+//     secrets (Forbidden), standing across oria's rechecks;
+//   - an extension in conflict with someone else's ClusterRole;
+//   - an extension with an invalid mode (legacy) and a policy for it.
+//
+// Each scrape becomes 30 minutes of promtool input series (the value held
+// for 30 one-minute samples), and the alerts are evaluated 5 minutes into
+// each scrape's block: an alert with for: 15m fires when its state stood in
+// the scrape before and this one (taken at least a recheck apart), a rate
+// covers what changed since the scrape before.
+func TestExampleAlerts(t *testing.T) {
+	testutil.NeedCluster(t)
+	ctx := context.Background()
+	promtool := promtoolPath(t)
+	rules := alertRules(t)
+	var scrapes []string
+	shot := func() {
+		status, body := httpGet(oria.MetricsURL)
+		require.Equal(t, 200, status, body)
+		scrapes = append(scrapes, body)
+	}
+	waitHealthy(t)
+	shot()
+	shot()
+
+	// The bad states.
+	pods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}
+	secrets := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}}
+	saNS := createNamespace(t, "alerts-sa", nil)
+	tmpl := &oriav1alpha1.ScopeTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("alerts")},
+		Spec: oriav1alpha1.ScopeTemplateSpec{
+			ClusterRoles: []oriav1alpha1.ClusterRoleTemplate{
+				{Name: testutil.UniqueName("alerts-pods"), Rules: []rbacv1.PolicyRule{pods}},
+				{Name: testutil.UniqueName("alerts-secrets"), Rules: []rbacv1.PolicyRule{secrets}},
+			},
+			BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: []rbacv1.Subject{testutil.User("alerts-operator")}},
+		},
+	}
+	testutil.Create(t, k8sClient, tmpl)
+	// A: its ceiling's rights exist, the ServiceAccount not yet.
+	selector := testutil.UniqueName("alerts")
+	nA := createNamespace(t, "alerts-a", nil)
+	grantCeiling(t, saNS, "late", nA, append(ceilingWrites(), pods, secrets))
+	siA := scopeInstance(testutil.UniqueName("alerts-a"), tmpl.Name)
+	siA.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{selector: "true"}}
+	siA.Spec.ServiceAccount = &oriav1alpha1.ServiceAccountReference{Namespace: saNS, Name: "late"}
+	// B: a listed namespace that does not exist.
+	nB := testutil.UniqueName("alerts-b")
+	siB := scopeInstance(testutil.UniqueName("alerts-b"), tmpl.Name, nB)
+	// C: a ceiling that may pass on pods, not secrets.
+	nC := createNamespace(t, "alerts-c", nil)
+	ceiling(t, saNS, "ceiling", []rbacv1.PolicyRule{pods}, nC)
+	siC := scopeInstance(testutil.UniqueName("alerts-c"), tmpl.Name, nC)
+	siC.Spec.ServiceAccount = &oriav1alpha1.ServiceAccountReference{Namespace: saNS, Name: "ceiling"}
+	// D: an extension whose view role name is taken.
+	ext := testutil.ClusterExtension(testutil.UniqueName("alerts-conflict"), oriav1alpha1.RBACModeLegacy)
+	crd := testutil.CRD(testutil.UniqueName("alerts")+".example.com", "gadgets", "Gadget", ext.Name)
+	foreign := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: names.ExtensionRole(crd.Name, names.RoleView)}}
+	// E: an invalid mode, and a policy for that extension.
+	invalid := testutil.ClusterExtension(testutil.UniqueName("alerts-invalid"), "legacy")
+	crdE := testutil.CRD(testutil.UniqueName("alerts")+".example.com", "widgets", "Widget", invalid.Name)
+	policy := &oriav1alpha1.RBACPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("alerts")},
+		Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: invalid.Name, Access: oriav1alpha1.AccessView,
+			Subjects: []rbacv1.Subject{testutil.User("alerts-viewer")}, Namespaces: []string{nC}},
+	}
+	for _, o := range []client.Object{siA, siB, siC, foreign, crd, ext, crdE, invalid, policy} {
+		testutil.Create(t, k8sClient, o)
+	}
+	label(t, nA, map[string]string{selector: "true"}) // an event oria must not time while it waits for the ServiceAccount
+	instanceReady(t, siA, oriav1alpha1.ReasonServiceAccountNotFound, time.Minute)
+	instanceReady(t, siB, oriav1alpha1.ReasonNamespaceNotFound, time.Minute)
+	instanceReady(t, siC, oriav1alpha1.ReasonForbidden, time.Minute)
+	waitExtensionCondition(t, ext.Name, metav1.ConditionFalse, oriav1alpha1.ReasonConflict)
+	waitExtensionCondition(t, invalid.Name, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidMode)
+	testutil.EventuallyCondition(t, k8sClient, policy, testutil.Condition{Type: oriav1alpha1.TypeReady, Reason: oriav1alpha1.ReasonInvalidMode})
+	shot()
+	time.Sleep(scopeinstance.DefaultRecheckInterval + 5*time.Second) // past a recheck: the refused bindings are tried again
+	shot()
+
+	// Everything is put right; the attenuation by granting the ceiling
+	// secrets (oria retries within its recheck interval).
+	testutil.Create(t, k8sClient, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: saNS, Name: "late"}})
+	testutil.Create(t, k8sClient, testutil.Namespace(nB, nil))
+	grantCeiling(t, saNS, "ceiling", nC, []rbacv1.PolicyRule{secrets})
+	require.NoError(t, k8sClient.Delete(ctx, ext))
+	testutil.SetRBACMode(t, k8sClient, invalid.Name, oriav1alpha1.RBACModeFineGrained)
+	instanceReady(t, siA, oriav1alpha1.ReasonBound, time.Minute)
+	instanceReady(t, siB, oriav1alpha1.ReasonBound, time.Minute)
+	instanceReady(t, siC, oriav1alpha1.ReasonBound, recheck)
+	waitPolicyBound(t, policy.Name)
+	testutil.EventuallyGone(t, k8sClient, ext)
+	waitHealthy(t)
+	shot()
+	time.Sleep(2 * time.Second)
+	shot()
+
+	latency := "oria_namespace_binding_latency_seconds_count"
+	assert.Greater(t, parseScrape(t, scrapes[4])[latency], parseScrape(t, scrapes[3])[latency],
+		"the namespace created for B was timed (the p99 alert has something to say)")
+	bad := alerts{
+		"OriaConflict":                 {{"kind": "ClusterExtension"}},
+		"OriaGrantIncomplete":          {{"kind": "ScopeInstance", "reason": "NamespaceNotFound"}, {"kind": "ScopeInstance", "reason": "ServiceAccountNotFound"}},
+		"OriaCeilingWithholdsBindings": {{"kind": "ScopeInstance"}},
+		"OriaNotReady":                 {{"kind": "RBACPolicy", "reason": "InvalidMode"}},
+		"OriaExtensionNotManaged":      {{"reason": "InvalidMode"}},
+	}
+	// At each scrape from the second on: the healthy cluster, the bad states
+	// just reached (pending), the bad states past a recheck (firing; no
+	// write errors for the accepted attenuation), put right (no alert: the
+	// wait for the ServiceAccount is not a slow binding), and still right.
+	want := []alerts{nil, {}, {}, bad, {}, {}}
+	runPromtool(t, promtool, rules, scrapes, want)
+}
+
+// ceilingWrites is what a ceiling ServiceAccount needs to write bindings.
+func ceilingWrites() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"}, Verbs: []string{"get", "create", "update", "patch"}}}
+}
+
+// waitHealthy waits until every oria object on the cluster is Ready and no
+// ClusterExtension reports a problem (Unmanaged is none): other tests'
+// objects count in oria's gauges too.
+func waitHealthy(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		notReady := func(kind, name string, conds []metav1.Condition) {
+			cond := meta.FindStatusCondition(conds, oriav1alpha1.TypeReady)
+			assert.True(c, cond != nil && cond.Status == metav1.ConditionTrue, "%s %s is not Ready: %+v", kind, name, cond)
+		}
+		var policies oriav1alpha1.RBACPolicyList
+		var templates oriav1alpha1.ScopeTemplateList
+		var instances oriav1alpha1.ScopeInstanceList
+		var exts ocv1.ClusterExtensionList
+		require.NoError(c, k8sClient.List(ctx, &policies))
+		require.NoError(c, k8sClient.List(ctx, &templates))
+		require.NoError(c, k8sClient.List(ctx, &instances))
+		require.NoError(c, k8sClient.List(ctx, &exts))
+		for _, o := range policies.Items {
+			notReady("RBACPolicy", o.Name, o.Status.Conditions)
+		}
+		for _, o := range templates.Items {
+			notReady("ScopeTemplate", o.Name, o.Status.Conditions)
+		}
+		for _, o := range instances.Items {
+			notReady("ScopeInstance", o.Name, o.Status.Conditions)
+		}
+		for _, o := range exts.Items {
+			cond := meta.FindStatusCondition(o.Status.Conditions, oriav1alpha1.TypeRBACManaged)
+			assert.True(c, cond != nil && (cond.Status == metav1.ConditionTrue || cond.Reason == oriav1alpha1.ReasonUnmanaged),
+				"ClusterExtension %s: %+v", o.Name, cond)
+		}
+	}, 2*time.Minute, 500*time.Millisecond, "a healthy cluster to start from and end at")
+}
+
+// promtoolPath returns $ORIA_PROMTOOL, or builds (once, cached outside the
+// clone) promtool with hack/promtool.sh.
+func promtoolPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("ORIA_PROMTOOL"); p != "" {
+		return p
+	}
+	cmd := exec.Command("bash", filepath.Join(localcluster.RepoRoot(), "hack", "promtool.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "hack/promtool.sh")
+	return strings.TrimSpace(string(out))
+}
+
+// alertRule is what the test reads of a rule.
+type alertRule struct {
+	Alert       string            `json:"alert"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// alertRules writes the rule groups of config/prometheus/alerts.yaml (a
+// PrometheusRule) as a Prometheus rules file, checks it with promtool and
+// returns its path.
+func alertRules(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(localcluster.RepoRoot(), "config", "prometheus", "alerts.yaml"))
+	require.NoError(t, err)
+	var rule struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Groups []map[string]any `json:"groups"`
+		} `json:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &rule))
+	require.Equal(t, "PrometheusRule", rule.Kind)
+	out, err := yaml.Marshal(map[string]any{"groups": rule.Spec.Groups})
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "oria-alerts.yaml")
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+	return path
+}
+
+// rulesOf reads the alerting rules back from the rules file.
+func rulesOf(t *testing.T, path string) []alertRule {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var file struct {
+		Groups []struct {
+			Rules []alertRule `json:"rules"`
+		} `json:"groups"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &file))
+	var out []alertRule
+	for _, g := range file.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out
+}
