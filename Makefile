@@ -5,7 +5,9 @@ SHELL := /usr/bin/env bash -o pipefail
 
 CONTROLLER_GEN := go tool -modfile=hack/tools/controller-gen/go.mod controller-gen
 LOCAL_DIR := $(CURDIR)/.local
-GO_TEST_FLAGS ?= -count=1
+# go test stops a package after 10 minutes by default; the end-to-end package runs longer on a
+# loaded 2-core machine.
+GO_TEST_FLAGS ?= -count=1 -timeout=30m
 BENCH_FLAGS ?=
 
 # The image `make docker-build`, `build-installer` and `deploy` use.
