@@ -127,9 +127,6 @@ func (m *Memo) dropExpectation(k memoKey) {
 	}
 }
 
-// Expectations returns the number of objects created and not seen yet.
-func (m *Memo) Expectations() int { return m.count(func() int { return len(m.created) }) }
-
 type memoKey struct {
 	kind string
 	key  types.NamespacedName
@@ -186,9 +183,6 @@ func (m *Memo) forget(kind string, key types.NamespacedName) {
 	defer m.mu.Unlock()
 	delete(m.entries, memoKey{kind, key})
 }
-
-// Len returns the number of remembered objects.
-func (m *Memo) Len() int { return m.count(func() int { return len(m.entries) }) }
 
 // count returns of() under the lock; 0 for a nil Memo.
 func (m *Memo) count(of func() int) int {

@@ -49,7 +49,8 @@ const LeaderElectionID = "oria.operatorframework.io"
 //     and a request that still fails requeues its object with the
 //     controller's backoff;
 //   - oria's writes are bounded: at most engine.MaxInFlight (128) in
-//     flight for the whole process, whatever MaxConcurrentReconciles is
+//     flight for all the controllers (one engine.Engine, made by
+//     controller.SetupAll), whatever MaxConcurrentReconciles is
 //     (each reconcile's pool of engine.DefaultWorkers shares those tokens),
 //     besides watches, cache reads, one status write per reconcile, Events,
 //     leader election and the escalation guard's SubjectAccessReviews (8

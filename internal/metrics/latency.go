@@ -140,10 +140,3 @@ func (l *NamespaceLatency) Forget(namespace string) {
 		}
 	}
 }
-
-// Pending returns the number of events waiting for a binding.
-func (l *NamespaceLatency) Pending() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.pending)
-}

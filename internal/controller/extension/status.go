@@ -104,15 +104,12 @@ func conditionFor(p *plan, out outcome, err error) metav1.Condition {
 }
 
 // setCondition puts the RBACManaged condition cond on ce's status (in
-// memory), keeping its transition time when its status did not change.
+// memory); meta.SetStatusCondition keeps its transition time when its
+// status did not change.
 func setCondition(ce *ocv1.ClusterExtension, cond metav1.Condition) {
 	cond.Type = oriav1alpha1.TypeRBACManaged
 	cond.ObservedGeneration = ce.Generation
-	if old := meta.FindStatusCondition(ce.Status.Conditions, cond.Type); old != nil && old.Status == cond.Status {
-		cond.LastTransitionTime = old.LastTransitionTime
-	} else {
-		cond.LastTransitionTime = metav1.Now()
-	}
+	cond.LastTransitionTime = metav1.Time{}
 	meta.SetStatusCondition(&ce.Status.Conditions, cond)
 }
 

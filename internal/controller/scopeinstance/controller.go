@@ -100,9 +100,9 @@ const ServiceAccountRecheck = 3 * time.Second
 // once. A worker waits for the slowest write of its instance before taking
 // the next, so too few leave the API server's capacity unused; too many
 // only hold plans in memory (thousands of desired bindings each), because
-// every reconcile's writes share the process's engine.MaxInFlight (128):
+// every reconcile's writes share the engine's MaxInFlight (128) tokens:
 // two fan-out reconciles of 64 writers fill it. In the benchmark
-// (docs/benchmarks.md, third session of 2026-11-23) 4 workers converged
+// (docs/benchmarks.md, Results: the run that set 4 workers) 4 workers converged
 // 50,000 RoleBindings faster and leaner than 8 (35.6 s and 145 MB against
 // 40.7-41.0 s and 166-170 MB; 3 workers: 37.4 s, 150 MB).
 const DefaultMaxConcurrentReconciles = 4
