@@ -28,8 +28,7 @@ const (
 // parseScrape reads a /metrics body into oria's series, each named as
 // PromQL selects it (name{label="value",...}, labels sorted), a histogram
 // as its _bucket (with le), _count and _sum series.
-func parseScrape(t *testing.T, body string) map[string]float64 {
-	t.Helper()
+func parseScrape(t require.TestingT, body string) map[string]float64 {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(strings.NewReader(body))
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,7 +41,9 @@ type alerts map[string][]map[string]string
 //   - an attenuation the admin accepts: a ceiling that holds pods but not
 //     secrets (Forbidden), standing across oria's rechecks;
 //   - an extension in conflict with someone else's ClusterRole;
-//   - an extension with an invalid mode (legacy) and a policy for it.
+//   - an extension with an invalid mode (legacy) and a policy for it;
+//   - for a moment, a ValidatingAdmissionPolicy refusing oria's
+//     RoleBindings (write errors: an event).
 //
 // Each scrape becomes 30 minutes of promtool input series (the value held
 // for 30 one-minute samples), and the alerts are evaluated 5 minutes into
@@ -114,6 +117,7 @@ func TestExampleAlerts(t *testing.T) {
 	waitExtensionCondition(t, ext.Name, metav1.ConditionFalse, oriav1alpha1.ReasonConflict)
 	waitExtensionCondition(t, invalid.Name, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidMode)
 	testutil.EventuallyCondition(t, k8sClient, policy, testutil.Condition{Type: oriav1alpha1.TypeReady, Reason: oriav1alpha1.ReasonInvalidMode})
+	refusedWrites(t, tmpl.Name) // an event: the API server refuses oria's own writes, for a while
 	shot()
 	time.Sleep(scopeinstance.DefaultRecheckInterval + 5*time.Second) // past a recheck: the refused bindings are tried again
 	shot()
@@ -138,6 +142,7 @@ func TestExampleAlerts(t *testing.T) {
 	latency := "oria_namespace_binding_latency_seconds_count"
 	assert.Greater(t, parseScrape(t, scrapes[4])[latency], parseScrape(t, scrapes[3])[latency],
 		"the namespace created for B was timed (the p99 alert has something to say)")
+	refused := alerts{"OriaWriteErrors": {{"kind": "RoleBinding", "reason": "Invalid"}}}
 	bad := alerts{
 		"OriaConflict":                 {{"kind": "ClusterExtension"}},
 		"OriaGrantIncomplete":          {{"kind": "ScopeInstance", "reason": "NamespaceNotFound"}, {"kind": "ScopeInstance", "reason": "ServiceAccountNotFound"}},
@@ -145,12 +150,70 @@ func TestExampleAlerts(t *testing.T) {
 		"OriaNotReady":                 {{"kind": "RBACPolicy", "reason": "InvalidMode"}},
 		"OriaExtensionNotManaged":      {{"reason": "InvalidMode"}},
 	}
-	// At each scrape from the second on: the healthy cluster, the bad states
-	// just reached (pending), the bad states past a recheck (firing; no
-	// write errors for the accepted attenuation), put right (no alert: the
-	// wait for the ServiceAccount is not a slow binding), and still right.
-	want := []alerts{nil, {}, {}, bad, {}, {}}
+	// At each scrape from the second on: the healthy cluster; the standing
+	// bad states just reached (pending) and writes refused since the scrape
+	// before; the bad states past a recheck (firing; no write errors for
+	// the accepted attenuation); put right (no alert: the wait for the
+	// ServiceAccount is not a slow binding); still right.
+	want := []alerts{nil, {}, refused, bad, {}, {}}
 	runPromtool(t, promtool, rules, scrapes, want)
+}
+
+// refusedWrites makes the API server refuse oria's RoleBindings for a
+// while: a ValidatingAdmissionPolicy denies every RoleBinding in a
+// namespace that a ScopeInstance of template binds; once oria's refusals
+// are counted, the instance is deleted (so the errors stop) and the policy
+// goes with the test.
+func refusedWrites(t *testing.T, template string) {
+	t.Helper()
+	ctx := context.Background()
+	selector := testutil.UniqueName("alerts-refuse")
+	ns := createNamespace(t, "alerts-refused", map[string]string{selector: "true"})
+	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: selector},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{rbacv1.GroupName}, APIVersions: []string{"v1"}, Resources: []string{"rolebindings"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "refused by TestExampleAlerts"}},
+		},
+	}
+	vapBinding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: selector},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        vap.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{selector: "true"}},
+			},
+		},
+	}
+	testutil.Create(t, k8sClient, vap)
+	testutil.Create(t, k8sClient, vapBinding)
+	probe := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Error(c, k8sClient.Create(ctx, probe.DeepCopy(), client.DryRunAll), "the policy is not in force yet")
+	}, time.Minute, testutil.Interval)
+
+	refusedSeries := `oria_write_errors_total{kind="RoleBinding",reason="Invalid"}`
+	status, body := httpGet(oria.MetricsURL)
+	require.Equal(t, 200, status)
+	before := parseScrape(t, body)[refusedSeries]
+	si := scopeInstance(testutil.UniqueName("alerts-refused"), template, ns)
+	testutil.Create(t, k8sClient, si)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		status, body := httpGet(oria.MetricsURL)
+		require.Equal(c, 200, status)
+		assert.Greater(c, parseScrape(c, body)[refusedSeries], before, "%s", refusedSeries)
+	}, time.Minute, testutil.Interval)
+	require.NoError(t, k8sClient.Delete(ctx, si))
+	testutil.EventuallyGone(t, k8sClient, si)
 }
 
 // ceilingWrites is what a ceiling ServiceAccount needs to write bindings.
