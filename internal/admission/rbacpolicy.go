@@ -8,7 +8,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/policy"
 )
 
@@ -73,5 +73,5 @@ func (g *Guard) policyAPIs(ctx context.Context, p *oriav1alpha1.RBACPolicy) ([]s
 	}
 	// The same definition of "the APIs of an extension" as the controller's,
 	// read from the API server rather than the cache.
-	return manager.ExtensionCRDs(ctx, g.Reader, p.Spec.ExtensionName)
+	return lookup.ExtensionCRDs(ctx, g.Reader, p.Spec.ExtensionName)
 }

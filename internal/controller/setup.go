@@ -12,6 +12,7 @@ import (
 	"github.com/operator-framework/oria/internal/controller/scopeinstance"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
 	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/metrics"
 )
@@ -20,7 +21,7 @@ import (
 func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 	// One view of the API server's discovery for the controllers that tell
 	// cluster-scoped APIs from namespaced ones.
-	scopes, err := manager.NewAPIScopesForConfig(mgr.GetConfig())
+	scopes, err := lookup.NewAPIScopesForConfig(mgr.GetConfig())
 	if err != nil {
 		return err
 	}
@@ -30,7 +31,7 @@ func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 	if err != nil {
 		return err
 	}
-	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := lookup.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	// One write engine for the four controllers: their writes share its

@@ -202,7 +202,7 @@ func (m *Memo) now() time.Time {
 }
 
 // Of returns the Memo's side of the watch on kind's objects
-// (manager.EnqueueController tells it what the watch saw).
+// (watch.EnqueueController tells it what the watch saw).
 func (m *Memo) Of(kind string) KindMemo { return KindMemo{memo: m, kind: kind} }
 
 // KindMemo is a Memo for the objects of one kind.

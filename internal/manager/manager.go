@@ -1,8 +1,13 @@
-// Package manager builds oria's controller-runtime manager: the scheme and
-// the cache filters that keep memory flat on large clusters. cmd/oria and the
-// test suites share it so that tests run with the same cache as production.
-// The controllers are registered by internal/controller.SetupAll (they import
-// this package, so it cannot import them).
+// Package manager builds oria's controller-runtime manager and configures
+// its caches: the scheme, the cache filters that keep memory flat on large
+// clusters (oria-labelled RBAC only, metadata-only CRDs, the lean binding
+// transform, a watch connection of its own), the bundle-role cache, the
+// client rate limit, the metrics server and the health checks. cmd/oria and
+// the test suites share it so that tests run with the same cache as
+// production. What the controllers look up through the cache is
+// internal/lookup; the controllers are registered by
+// internal/controller.SetupAll (they import this package, so it cannot
+// import them).
 package manager
 
 import (
@@ -12,8 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -26,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/scheme"
 )
@@ -145,23 +149,6 @@ func PublishedSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelPublished: "true"})
 }
 
-// CRDMetadata returns an empty metadata-only CustomResourceDefinition, the
-// type oria watches CRDs as: their schemas can be hundreds of kilobytes, and
-// oria needs only names and labels.
-func CRDMetadata() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	return m
-}
-
-// NamespaceMetadata returns an empty metadata-only Namespace: labels and the
-// deletion timestamp are all the binding layer needs.
-func NamespaceMetadata() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	return m
-}
-
 // CacheOptions returns the cache configuration every oria manager uses:
 //   - RBAC objects are cached only when oria created them (LabelManagedBy);
 //     anything else (a same-name object in conflict, a bundle-provided
@@ -191,7 +178,7 @@ func CacheOptions(cfg *rest.Config) (cache.Options, error) {
 			&rbacv1.ClusterRoleBinding{}: bindings,
 			&rbacv1.RoleBinding{}:        bindings,
 			&corev1.ConfigMap{}:          {Label: PublishedSelector()},
-			CRDMetadata():                {Label: olm.InstalledByExtension()},
+			lookup.CRDMetadata():         {Label: olm.InstalledByExtension()},
 		},
 	}, nil
 }

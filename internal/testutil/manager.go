@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
+	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/test/localcluster"
 )
@@ -83,7 +84,7 @@ func StartManager(cfg *rest.Config, setup func(ctrl.Manager) error) (ctrl.Manage
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := manager.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := lookup.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, nil, err
 	}
 	if err := setup(mgr); err != nil {

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/oria/internal/bundlerole"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/olm"
 )
 
 // judgeBundleRoles decides, in Legacy and FineGrained mode, which of the
@@ -28,7 +28,7 @@ func (r *Reconciler) judgeBundleRoles(ctx context.Context, p *plan) error {
 		return nil
 	}
 	list := &rbacv1.ClusterRoleList{}
-	if err := r.APIReader.List(ctx, list, client.MatchingLabels(manager.ExtensionOwnerLabels(p.ext.Name))); err != nil {
+	if err := r.APIReader.List(ctx, list, client.MatchingLabels(olm.OwnerLabels(p.ext.Name))); err != nil {
 		return fmt.Errorf("reading the rules of the bundle-provided ClusterRoles of ClusterExtension %q: %w", p.ext.Name, err)
 	}
 	live := map[string]bool{}

@@ -33,10 +33,12 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/reconciler"
+	"github.com/operator-framework/oria/internal/watch"
 )
 
 // ControllerName names the controller in logs and metrics; RecorderName is
@@ -75,7 +77,7 @@ type Options struct {
 	// default.
 	ConflictRetryInterval time.Duration
 	// APIScopes: see Reconciler.APIScopes; nil makes one for the manager.
-	APIScopes *manager.APIScopes
+	APIScopes *lookup.APIScopes
 	// BundleRoles is the cache of bundle-provided ClusterRoles
 	// (manager.NewBundleRoleCache); nil makes one for the manager.
 	BundleRoles cache.Cache
@@ -109,7 +111,7 @@ type Reconciler struct {
 	ConflictRetryInterval time.Duration
 	// APIScopes tells cluster-scoped APIs from namespaced ones; nil leaves
 	// them unnamed in the condition.
-	APIScopes *manager.APIScopes
+	APIScopes *lookup.APIScopes
 	// Engine is the write engine's state this controller shares with the
 	// others of its manager; nil bounds nothing and observes nothing.
 	Engine *engine.Engine
@@ -142,22 +144,22 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Memo:                  cmp.Or(opts.Memo, engine.NewMemo()),
 	}
 	if r.APIScopes == nil {
-		if r.APIScopes, err = manager.NewAPIScopesForConfig(mgr.GetConfig()); err != nil {
+		if r.APIScopes, err = lookup.NewAPIScopesForConfig(mgr.GetConfig()); err != nil {
 			return err
 		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&ocv1.ClusterExtension{}, builder.WithPredicates(manager.ExtensionChanged())).
+		For(&ocv1.ClusterExtension{}, builder.WithPredicates(watch.ExtensionChanged())).
 		// Generated roles are controlled by their extension: a deleted or
 		// edited role brings its extension back for repair.
-		Watches(&rbacv1.ClusterRole{}, manager.EnqueueController(ocv1.GroupVersion.Group, ocv1.ClusterExtensionKind,
+		Watches(&rbacv1.ClusterRole{}, watch.EnqueueController(ocv1.GroupVersion.Group, ocv1.ClusterExtensionKind,
 			r.Memo.Of(roleKind.Name))).
 		// An upgrade adds or removes CRDs, and bundle-provided roles: each
 		// belongs to the extension its owner label names (old and new
 		// owner on an update). Both are watched as metadata only.
-		WatchesMetadata(manager.CRDMetadata(), handler.EnqueueRequestsFromMapFunc(toExtension)).
-		WatchesRawSource(source.Kind(bundleCache, manager.ClusterRoleMetadata(),
+		WatchesMetadata(lookup.CRDMetadata(), handler.EnqueueRequestsFromMapFunc(toExtension)).
+		WatchesRawSource(source.Kind(bundleCache, lookup.ClusterRoleMetadata(),
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 				return toExtension(ctx, o)
 			}))).
@@ -219,7 +221,7 @@ func (r *Reconciler) Patch(ctx context.Context, before, ce *ocv1.ClusterExtensio
 // and when the writes relied on an expectation.
 func (r *Reconciler) Requeue(p *plan, out outcome) time.Duration {
 	return reconciler.Soonest(reconciler.RecheckIf(len(out.conflicts) > 0, r.recheck()),
-		reconciler.RecheckIf(p.scopesPending, manager.ScopesRecheck), out.recheck)
+		reconciler.RecheckIf(p.scopesPending, lookup.ScopesRecheck), out.recheck)
 }
 
 func (r *Reconciler) recheck() time.Duration {

@@ -15,8 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/ownership"
 )
 
@@ -64,7 +65,7 @@ func (r *Reconciler) Gather(ctx context.Context, ce *ocv1.ClusterExtension) (*pl
 		return p, nil
 	}
 	var err error
-	if p.crds, err = manager.ExtensionCRDs(ctx, r.Client, ce.Name); err != nil {
+	if p.crds, err = lookup.ExtensionCRDs(ctx, r.Client, ce.Name); err != nil {
 		return nil, err
 	}
 	if mode == oriav1alpha1.RBACModeLegacy && r.APIScopes != nil && len(p.crds) > 0 {
@@ -119,7 +120,7 @@ func (r *Reconciler) bundleRoles(ctx context.Context, name string) ([]metav1.Par
 	if reader == nil {
 		reader = r.APIReader
 	}
-	if err := reader.List(ctx, list, client.MatchingLabels(manager.ExtensionOwnerLabels(name))); err != nil {
+	if err := reader.List(ctx, list, client.MatchingLabels(olm.OwnerLabels(name))); err != nil {
 		return nil, fmt.Errorf("listing the bundle-provided ClusterRoles of ClusterExtension %q: %w", name, err)
 	}
 	return list.Items, nil
@@ -130,7 +131,7 @@ func (r *Reconciler) bundleRoles(ctx context.Context, name string) ([]metav1.Par
 func (r *Reconciler) staleRoles(ctx context.Context, name string, desired []*rbacv1.ClusterRole) ([]*rbacv1.ClusterRole, error) {
 	list := &rbacv1.ClusterRoleList{}
 	// The cache holds only oria's roles (managed-by label).
-	if err := r.Client.List(ctx, list, client.MatchingFields{manager.IndexExtensionRoles: names.LabelValue(name)}); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{lookup.IndexExtensionRoles: names.LabelValue(name)}); err != nil {
 		return nil, fmt.Errorf("listing the ClusterRoles of ClusterExtension %q: %w", name, err)
 	}
 	want := map[string]bool{}

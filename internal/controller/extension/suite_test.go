@@ -20,7 +20,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/extension"
 	"github.com/operator-framework/oria/internal/engine"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/testutil"
 	"github.com/operator-framework/oria/test/localcluster"
@@ -102,7 +102,7 @@ func addCRD(t *testing.T, ext, crdName string) *metav1.PartialObjectMetadata {
 
 func deleteCRD(t *testing.T, crdName string) {
 	t.Helper()
-	crd := manager.CRDMetadata()
+	crd := lookup.CRDMetadata()
 	crd.Name = crdName
 	require.NoError(t, k8sClient.Delete(context.Background(), crd))
 }
@@ -262,7 +262,7 @@ func waitCacheSynced(t *testing.T, e *env, name string) {
 		crdSel := client.MatchingLabels{oriav1alpha1.LabelOLMOwnerName: name}
 		lc, cc := &metav1.PartialObjectMetadataList{}, &metav1.PartialObjectMetadataList{}
 		for _, l := range []*metav1.PartialObjectMetadataList{lc, cc} {
-			l.SetGroupVersionKind(manager.CRDMetadata().GroupVersionKind().GroupVersion().WithKind("CustomResourceDefinitionList"))
+			l.SetGroupVersionKind(lookup.CRDMetadata().GroupVersionKind().GroupVersion().WithKind("CustomResourceDefinitionList"))
 		}
 		require.NoError(c, k8sClient.List(ctx, lc, crdSel))
 		require.NoError(c, cached.List(ctx, cc, crdSel))

@@ -32,9 +32,10 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/reconciler"
+	"github.com/operator-framework/oria/internal/watch"
 )
 
 // ControllerName names the controller in logs and metrics; RecorderName is
@@ -66,7 +67,7 @@ type Options struct {
 	ConflictRecheckInterval time.Duration
 	// APIScopes tells cluster-scoped APIs from namespaced ones (nil: a
 	// Reconciler of its own for the manager in SetupWithManager).
-	APIScopes *manager.APIScopes
+	APIScopes *lookup.APIScopes
 	// BundleRoles is the cache of bundle-provided ClusterRoles
 	// (manager.NewBundleRoleCache): a change of one requeues the policies
 	// of its extension. nil: bundle roles are read from the API server on
@@ -95,7 +96,7 @@ type Reconciler struct {
 	ConflictRecheckInterval time.Duration
 	// APIScopes tells cluster-scoped APIs from namespaced ones (nil: a
 	// Reconciler of its own for the manager in SetupWithManager).
-	APIScopes *manager.APIScopes
+	APIScopes *lookup.APIScopes
 	// BundleRoles reads bundle-provided ClusterRoles as metadata (nil: the
 	// API server is asked on every reconcile).
 	BundleRoles client.Reader
@@ -121,7 +122,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	if r.APIScopes == nil {
 		var err error
-		if r.APIScopes, err = manager.NewAPIScopesForConfig(mgr.GetConfig()); err != nil {
+		if r.APIScopes, err = lookup.NewAPIScopesForConfig(mgr.GetConfig()); err != nil {
 			return err
 		}
 	}
@@ -132,8 +133,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Owns(&oriav1alpha1.ScopeInstance{}).
 		Watches(&ocv1.ClusterExtension{}, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request { return r.policiesOf(ctx, o.GetName()) }),
-			builder.WithPredicates(manager.ExtensionChanged())).
-		WatchesMetadata(manager.CRDMetadata(), handler.EnqueueRequestsFromMapFunc(
+			builder.WithPredicates(watch.ExtensionChanged())).
+		WatchesMetadata(lookup.CRDMetadata(), handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.policiesOf(ctx, olm.ExtensionOf(o))
 			})).
@@ -141,7 +142,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.BundleRoles != nil {
 		// A bundle role edited to reach beyond its extension (or back) is
 		// withheld (or bound again) by the policies of its extension.
-		b = b.WatchesRawSource(source.Kind(opts.BundleRoles, manager.ClusterRoleMetadata(),
+		b = b.WatchesRawSource(source.Kind(opts.BundleRoles, lookup.ClusterRoleMetadata(),
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 				return r.policiesOf(ctx, olm.ExtensionOf(o))
 			})))
@@ -154,7 +155,7 @@ func (r *Reconciler) policiesOf(ctx context.Context, extension string) []reconci
 	if extension == "" {
 		return nil
 	}
-	return reconciler.Requests(ctx, r.Client, &oriav1alpha1.RBACPolicyList{}, client.MatchingFields{manager.IndexPolicyExtension: extension})
+	return reconciler.Requests(ctx, r.Client, &oriav1alpha1.RBACPolicyList{}, client.MatchingFields{lookup.IndexPolicyExtension: extension})
 }
 
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=rbacpolicies,verbs=get;list;watch
@@ -195,7 +196,7 @@ func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.RBAC
 func (r *Reconciler) Requeue(p *plan, out result) time.Duration {
 	recheck := cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
 	if p.scopesPending {
-		return min(manager.ScopesRecheck, recheck)
+		return min(lookup.ScopesRecheck, recheck)
 	}
 	return reconciler.RecheckIf(out.conflict != "", recheck)
 }

@@ -14,8 +14,8 @@ import (
 
 	oriaac "github.com/operator-framework/oria/api/applyconfiguration/api/v1alpha1"
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -75,7 +75,7 @@ func TestBundleRoleTooBroadIsWithheld(t *testing.T) {
 	crd := "widgets." + group
 	view := names.ExtensionRole(crd, names.RoleView)
 	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: view, Labels: manager.ExtensionOwnerLabels(ext.Name)},
+		ObjectMeta: metav1.ObjectMeta{Name: view, Labels: olm.OwnerLabels(ext.Name)},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{group}, Resources: []string{"widgets"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}},

@@ -14,7 +14,8 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/bundlerole"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/lookup"
+	"github.com/operator-framework/oria/internal/olm"
 	policymodel "github.com/operator-framework/oria/internal/policy"
 )
 
@@ -94,7 +95,7 @@ func (r *Reconciler) Gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 			fmt.Sprintf("ClusterExtension %q is in Unmanaged mode, so oria grants nothing for it; annotate it with %s=FineGrained",
 				ext.Name, oriav1alpha1.AnnotationRBACMode))
 	}
-	crds, err := manager.ExtensionCRDs(ctx, r.Client, ext.Name)
+	crds, err := lookup.ExtensionCRDs(ctx, r.Client, ext.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +137,7 @@ func (r *Reconciler) tooBroadBundleRoles(ctx context.Context, ext string, crds, 
 	if len(roles) == 0 {
 		return nil, nil
 	}
-	owned := client.MatchingLabels(manager.ExtensionOwnerLabels(ext))
+	owned := client.MatchingLabels(olm.OwnerLabels(ext))
 	if r.BundleRoles != nil {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("ClusterRoleList"))

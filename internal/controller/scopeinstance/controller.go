@@ -61,12 +61,13 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/metrics"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/publish"
 	"github.com/operator-framework/oria/internal/reconciler"
 	"github.com/operator-framework/oria/internal/status"
+	"github.com/operator-framework/oria/internal/watch"
 )
 
 // Event reasons.
@@ -159,7 +160,7 @@ type Reconciler struct {
 	Timing publish.Timing
 	// Bindings looks up an instance's cached bindings by index; nil lists
 	// them through Client by label.
-	Bindings *manager.InstanceBindings
+	Bindings *lookup.InstanceBindings
 	// Spacing spaces out the status writes that only count bound
 	// namespaces; nil writes every change at once.
 	Spacing *status.Spacing
@@ -177,7 +178,7 @@ type Reconciler struct {
 // SetupWithManager registers the controller (and the shared binding
 // indexes) with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	bindings, err := manager.NewInstanceBindings(context.Background(), mgr.GetCache())
+	bindings, err := lookup.NewInstanceBindings(context.Background(), mgr.GetCache())
 	if err != nil {
 		return err
 	}
@@ -200,9 +201,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&oriav1alpha1.ScopeInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&rbacv1.RoleBinding{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
+		Watches(&rbacv1.RoleBinding{}, watch.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
 			r.Memo.Of(engine.RoleBindingKind.Name))).
-		Watches(&rbacv1.ClusterRoleBinding{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
+		Watches(&rbacv1.ClusterRoleBinding{}, watch.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
 			r.Memo.Of(engine.ClusterRoleBindingKind.Name))).
 		Watches(&oriav1alpha1.ScopeTemplate{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -215,7 +216,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.instancesOf(ctx, ownership.ControllerName(o.GetOwnerReferences(), ownership.KindScopeTemplate))
 			})).
-		WatchesMetadata(manager.NamespaceMetadata(), &namespaceHandler{r: r}).
+		WatchesMetadata(lookup.NamespaceMetadata(), &namespaceHandler{r: r}).
 		// The ConfigMaps oria publishes into (only those are cached): one
 		// deleted or changed is put right, or reported.
 		Watches(&corev1.ConfigMap{},
@@ -254,7 +255,7 @@ func (r *Reconciler) instancesOf(ctx context.Context, template string) []reconci
 		return nil
 	}
 	return reconciler.Requests(ctx, r.Client, &oriav1alpha1.ScopeInstanceList{},
-		client.MatchingFields{manager.IndexScopeTemplateName: template}, client.UnsafeDisableDeepCopy)
+		client.MatchingFields{lookup.IndexScopeTemplateName: template}, client.UnsafeDisableDeepCopy)
 }
 
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopeinstances,verbs=get;list;watch

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/lookup"
 )
 
 // namespaceHandler maps namespace events to the instances they concern: the
@@ -79,7 +79,7 @@ func (r *Reconciler) instancesForNamespace(ctx context.Context, namespace string
 	log := ctrl.LoggerFrom(ctx)
 	var out []string
 	var listing oriav1alpha1.ScopeInstanceList
-	if err := r.Client.List(ctx, &listing, client.MatchingFields{manager.IndexNamespaces: namespace}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &listing, client.MatchingFields{lookup.IndexNamespaces: namespace}, client.UnsafeDisableDeepCopy); err != nil {
 		log.Error(err, "listing the ScopeInstances that list a namespace", "namespace", namespace)
 	}
 	for _, si := range listing.Items {

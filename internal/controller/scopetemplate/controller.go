@@ -37,9 +37,10 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/reconciler"
+	"github.com/operator-framework/oria/internal/watch"
 )
 
 // Event reasons.
@@ -96,7 +97,7 @@ type Reconciler struct {
 	// Bindings looks up an instance's cached bindings by index (new inline
 	// rules wait for the ceilings their bindings record, see ceiling.go);
 	// nil lists them through Client by label.
-	Bindings *manager.InstanceBindings
+	Bindings *lookup.InstanceBindings
 	// Engine is the write engine's state this controller shares with the
 	// others of its manager; nil bounds nothing and observes nothing.
 	Engine *engine.Engine
@@ -108,7 +109,7 @@ type Reconciler struct {
 // SetupWithManager registers the controller (and the shared binding
 // indexes) with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	bindings, err := manager.NewInstanceBindings(context.Background(), mgr.GetCache())
+	bindings, err := lookup.NewInstanceBindings(context.Background(), mgr.GetCache())
 	if err != nil {
 		return err
 	}
@@ -125,14 +126,14 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&oriav1alpha1.ScopeTemplate{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&rbacv1.ClusterRole{}, manager.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeTemplate,
+		Watches(&rbacv1.ClusterRole{}, watch.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeTemplate,
 			r.Memo.Of(roleKind.Name))).
 		// A referenced role that is one of oria's (an extension's generated
 		// role, another template's inline role) coming or going changes
 		// whether the template's roles exist. Other ClusterRoles are not in
 		// oria's cache: a missing one is looked for again on a timer.
 		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return reconciler.Requests(ctx, r.Client, &oriav1alpha1.ScopeTemplateList{}, client.MatchingFields{manager.IndexScopeTemplateRole: o.GetName()})
+			return reconciler.Requests(ctx, r.Client, &oriav1alpha1.ScopeTemplateList{}, client.MatchingFields{lookup.IndexScopeTemplateRole: o.GetName()})
 		})).
 		Watches(&oriav1alpha1.ScopeInstance{}, instanceHandler{}).
 		// A binding recording a ceiling changed or went: new inline rules

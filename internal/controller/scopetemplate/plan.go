@@ -14,7 +14,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/engine"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/ownership"
 )
 
@@ -48,7 +48,7 @@ type plan struct {
 // roles with the pure functions of package binding.
 func (r *Reconciler) Gather(ctx context.Context, t *oriav1alpha1.ScopeTemplate) (*plan, error) {
 	var instances oriav1alpha1.ScopeInstanceList
-	if err := r.Client.List(ctx, &instances, client.MatchingFields{manager.IndexScopeTemplateName: t.Name}); err != nil {
+	if err := r.Client.List(ctx, &instances, client.MatchingFields{lookup.IndexScopeTemplateName: t.Name}); err != nil {
 		return nil, fmt.Errorf("listing the ScopeInstances of the template: %w", err)
 	}
 	p := &plan{recheck: r.recheck()}
@@ -127,7 +127,7 @@ func (r *Reconciler) missingRoles(ctx context.Context, t *oriav1alpha1.ScopeTemp
 		}
 		err := r.Client.Get(ctx, client.ObjectKey{Name: role.Name}, &rbacv1.ClusterRole{})
 		if apierrors.IsNotFound(err) {
-			err = r.APIReader.Get(ctx, client.ObjectKey{Name: role.Name}, manager.ClusterRoleMetadata())
+			err = r.APIReader.Get(ctx, client.ObjectKey{Name: role.Name}, lookup.ClusterRoleMetadata())
 		}
 		switch {
 		case apierrors.IsNotFound(err):

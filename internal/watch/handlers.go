@@ -1,4 +1,9 @@
-package manager
+// Package watch maps the events of oria's watches to reconcile requests:
+// the owner-reference handler of the watches on what oria creates
+// (EnqueueController, which also tells the write engine what the cache now
+// shows) and the predicate that filters ClusterExtension events
+// (ExtensionChanged). The controllers use it in their SetupWithManager.
+package watch
 
 import (
 	"context"
