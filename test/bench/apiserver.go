@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -185,4 +187,49 @@ func (a *apiserver) watchSince(ctx context.Context, earlier *serverState) string
 		return "no watcher closed, no init events"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// writes returns the API server's write requests so far, by verb and
+// resource ("PATCH scopeinstances/status"), from apiserver_request_total; nil
+// if they cannot be read. During the idle scenario nothing but oria writes,
+// so what changed across it is what oria wrote.
+func (a *apiserver) writes(ctx context.Context) map[string]float64 {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	data, err := a.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil
+	}
+	samples, err := parseMetric(string(data), "apiserver_request_total")
+	if err != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, s := range samples {
+		switch verb := s.Labels["verb"]; verb {
+		case "POST", "PUT", "PATCH", "DELETE", "APPLY", "CREATE", "UPDATE":
+			res := s.Labels["resource"]
+			if sub := s.Labels["subresource"]; sub != "" {
+				res += "/" + sub
+			}
+			out[verb+" "+res] += s.Value
+		}
+	}
+	return out
+}
+
+// writesSince says which writes were made since earlier (writes), or ""
+// when there were none or they cannot be told.
+func (a *apiserver) writesSince(ctx context.Context, earlier map[string]float64) string {
+	now := a.writes(ctx)
+	if now == nil || earlier == nil {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(now)) {
+		if d := now[k] - earlier[k]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, d))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -304,12 +304,16 @@ func (b *bench) idle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	before := b.apiserver.writes(ctx)
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-b.oria.Done():
 		return errors.New("oria exited")
 	case <-time.After(time.Duration(b.cfg.idleSeconds) * time.Second):
+	}
+	if w := b.apiserver.writesSince(ctx, before); w != "" {
+		b.logf("idle: the API server's writes meanwhile (by verb and resource): %s", w)
 	}
 	r.Converged = true
 	return b.end(ctx, s, r)
