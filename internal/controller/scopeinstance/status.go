@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -167,8 +168,8 @@ func pendingBound(instance, ns string, pending []string, existing map[types.Name
 	return true
 }
 
-// recordEvents emits one Event per kind of change with counts, never one
-// per namespace.
+// recordEvents emits one Event per kind of change with counts (naming the
+// first namespaces), never one per namespace.
 func (r *Reconciler) recordEvents(si *oriav1alpha1.ScopeInstance, rbs, crbs, delRBs, delCRBs []engine.Outcome, conflicts []string) {
 	if r.Recorder == nil {
 		return
@@ -190,7 +191,10 @@ func (r *Reconciler) recordEvents(si *oriav1alpha1.ScopeInstance, rbs, crbs, del
 	describe := func(nRB int, nss map[string]bool, nCRB int) string {
 		var parts []string
 		if nRB > 0 {
-			parts = append(parts, fmt.Sprintf("%d RoleBinding(s) in %d namespace(s)", nRB, len(nss)))
+			// The namespaces are named (the first few): two changes in
+			// different namespaces are two events, not one counted twice.
+			names := slices.Sorted(maps.Keys(nss))
+			parts = append(parts, fmt.Sprintf("%d RoleBinding(s) in %d namespace(s): %s", nRB, len(nss), status.Enumerate(names, 5)))
 		}
 		if nCRB > 0 {
 			parts = append(parts, fmt.Sprintf("%d ClusterRoleBinding(s)", nCRB))
