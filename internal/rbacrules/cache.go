@@ -93,14 +93,19 @@ func (c *Cache) Start(ctx context.Context) error {
 		}
 		informers = append(informers, inf.HasSynced)
 	}
-	if toolscache.WaitForCacheSync(ctx.Done(), informers...) {
-		close(c.synced)
-	}
-	select {
-	case err := <-errs:
-		return err
-	case <-ctx.Done():
-		return nil
+	synced := make(chan bool, 1)
+	go func() { synced <- toolscache.WaitForCacheSync(ctx.Done(), informers...) }()
+	for {
+		select {
+		case err := <-errs:
+			return err
+		case ok := <-synced:
+			if ok {
+				close(c.synced)
+			}
+		case <-ctx.Done():
+			return nil
+		}
 	}
 }
 

@@ -1,8 +1,10 @@
 package rbacrules
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -133,5 +135,21 @@ func TestLeanKeepsWhatRBACReads(t *testing.T) {
 	want := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "a", UID: "u", ResourceVersion: "7"}, RoleRef: in.RoleRef, Subjects: in.Subjects}
 	if diff := cmp.Diff(want, out); diff != "" {
 		t.Errorf("Lean (-want +got):\n%s", diff)
+	}
+}
+
+func TestWaitForSync(t *testing.T) {
+	c := &Cache{synced: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := c.WaitForSync(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("before the sync, WaitForSync = %v, want the context's error", err)
+	}
+	if c.Synced() {
+		t.Error("Synced before the informers listed")
+	}
+	close(c.synced)
+	if err := c.WaitForSync(context.Background()); err != nil || !c.Synced() {
+		t.Errorf("after the sync: WaitForSync = %v, Synced = %v", err, c.Synced())
 	}
 }
