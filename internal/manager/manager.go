@@ -17,7 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -139,16 +138,6 @@ type Options struct {
 // (scheme.New).
 func Scheme() (*runtime.Scheme, error) { return scheme.New() }
 
-// ManagedSelector selects the objects oria created.
-func ManagedSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue})
-}
-
-// PublishedSelector selects the ConfigMaps ScopeInstances publish into.
-func PublishedSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelPublished: "true"})
-}
-
 // CacheOptions returns the cache configuration every oria manager uses:
 //   - RBAC objects are cached only when oria created them (LabelManagedBy);
 //     anything else (a same-name object in conflict, a bundle-provided
@@ -168,8 +157,8 @@ func CacheOptions(cfg *rest.Config) (cache.Options, error) {
 	if err != nil {
 		return cache.Options{}, err
 	}
-	managed := cache.ByObject{Label: ManagedSelector()}
-	bindings := cache.ByObject{Label: ManagedSelector(), Transform: LeanBindings()}
+	managed := cache.ByObject{Label: lookup.ManagedSelector()}
+	bindings := cache.ByObject{Label: lookup.ManagedSelector(), Transform: LeanBindings()}
 	return cache.Options{
 		HTTPClient:       hc,
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -177,7 +166,7 @@ func CacheOptions(cfg *rest.Config) (cache.Options, error) {
 			&rbacv1.ClusterRole{}:        managed,
 			&rbacv1.ClusterRoleBinding{}: bindings,
 			&rbacv1.RoleBinding{}:        bindings,
-			&corev1.ConfigMap{}:          {Label: PublishedSelector()},
+			&corev1.ConfigMap{}:          {Label: lookup.PublishedSelector()},
 			lookup.CRDMetadata():         {Label: olm.InstalledByExtension()},
 		},
 	}, nil

@@ -16,7 +16,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/lookup"
 )
 
 // Event reasons of a publication.
@@ -184,7 +184,7 @@ func (p *Publisher) restart(ctx context.Context, instance, namespace string, sel
 // is left in it.
 func (p *Publisher) Withdraw(ctx context.Context, instance string, keep *oriav1alpha1.ConfigMapKeyReference) error {
 	var list corev1.ConfigMapList
-	if err := p.Cache.List(ctx, &list, client.MatchingLabelsSelector{Selector: manager.PublishedSelector()}); err != nil {
+	if err := p.Cache.List(ctx, &list, client.MatchingLabelsSelector{Selector: lookup.PublishedSelector()}); err != nil {
 		return fmt.Errorf("listing the ConfigMaps oria publishes into: %w", err)
 	}
 	for i := range list.Items {
