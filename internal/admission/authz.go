@@ -141,30 +141,41 @@ func (a *Authorizer) Allowed(ctx context.Context, user authenticationv1.UserInfo
 // cluster-wide (cluster admins, and oria itself): such a user passes every
 // check, so nothing else needs to be asked.
 func (a *Authorizer) Unrestricted(ctx context.Context, user authenticationv1.UserInfo) (bool, error) {
-	// Both are asked at once; waiting for the second rather than
-	// cancelling it costs nothing and leaves no cancelled request behind.
-	denied, err := a.denied(ctx, user, []Permission{bindPermission("", ""), escalatePermission("")}, 2)
+	denied, err := a.denied(ctx, user, []Permission{bindPermission("", ""), escalatePermission("")}, 1)
 	return len(denied) == 0, err
 }
 
 // denied returns the permissions of perms that user does not hold, asking
 // up to Parallelism at once and stopping once limit are found.
-func (a *Authorizer) denied(parent context.Context, user authenticationv1.UserInfo, perms []Permission, limit int) ([]Permission, error) {
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
+func (a *Authorizer) denied(ctx context.Context, user authenticationv1.UserInfo, perms []Permission, limit int) ([]Permission, error) {
+	// Once enough are found (or one failed) no more reviews are started;
+	// those in flight are waited for rather than cancelled (at most
+	// Parallelism, started together: about one round trip), which leaves no
+	// cancelled request behind to be logged as an error.
 	var (
 		mu     sync.Mutex
 		out    []Permission
 		errs   []error
 		wg     sync.WaitGroup
 		tokens = make(chan struct{}, a.parallelism())
+		stop   = make(chan struct{})
+		halt   = sync.OnceFunc(func() { close(stop) })
 	)
+	halted := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return ctx.Err() != nil
+		}
+	}
 	for _, p := range perms {
 		select {
 		case tokens <- struct{}{}:
+		case <-stop:
 		case <-ctx.Done():
 		}
-		if ctx.Err() != nil {
+		if halted() {
 			break
 		}
 		wg.Add(1)
@@ -176,11 +187,11 @@ func (a *Authorizer) denied(parent context.Context, user authenticationv1.UserIn
 			switch {
 			case err != nil && ctx.Err() == nil:
 				errs = append(errs, err)
-				cancel()
+				halt()
 			case err == nil && !ok:
 				out = append(out, p)
 				if len(out) >= limit {
-					cancel()
+					halt()
 				}
 			}
 		}()
@@ -189,7 +200,7 @@ func (a *Authorizer) denied(parent context.Context, user authenticationv1.UserIn
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if err := parent.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		// Cut short from outside (the request's deadline): what was not
 		// asked is not known to be allowed.
 		return nil, fmt.Errorf("checking %d permissions: %w", len(perms), err)
