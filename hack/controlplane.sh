@@ -9,30 +9,22 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/hack/lib.sh"
 cp_mod="$root/hack/tools/controlplane"
 etcd_mod="$root/hack/tools/etcd"
 
-k8s_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$cp_mod/go.mod")"
-etcd_version="$(awk '$1 == "go.etcd.io/etcd/server/v3" && $2 ~ /^v/ {print $2; exit}' "$etcd_mod/go.mod")"
+k8s_version="$(module_version "$cp_mod/go.mod" k8s.io/kubernetes)"
+etcd_version="$(module_version "$etcd_mod/go.mod" go.etcd.io/etcd/server/v3)"
 if [[ -z "$k8s_version" || -z "$etcd_version" ]]; then
   echo "controlplane.sh: cannot read versions from $cp_mod/go.mod and $etcd_mod/go.mod" >&2
   exit 1
 fi
 
-cache="${ORIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/oria}"
+cache="$(oria_cache_dir)"
 dir="$cache/controlplane/k8s-${k8s_version}_etcd-${etcd_version}"
 bins=(etcd kube-apiserver kube-controller-manager)
-
-complete=true
-for b in "${bins[@]}"; do [[ -x "$dir/$b" ]] || complete=false; done
-if $complete; then
-  echo "$dir"
-  exit 0
-fi
-
-mkdir -p "$cache/controlplane"
-tmp="$(mktemp -d "$cache/controlplane/.build.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+print_if_built "$dir" "${bins[@]}"
+make_build_dir "$cache/controlplane"
 
 minor="${k8s_version#v1.}"; minor="${minor%%.*}"
 kube_ldflags="-s -w \

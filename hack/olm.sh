@@ -17,29 +17,20 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/hack/lib.sh"
 mod="$root/hack/tools/olm"
 module=github.com/operator-framework/operator-controller
 
-version="$(awk -v m="$module" '$1 == m && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")"
+version="$(module_version "$mod/go.mod" "$module")"
 if [[ -z "$version" ]]; then
   echo "olm.sh: cannot read the version of $module from $mod/go.mod" >&2
   exit 1
 fi
 
-cache="${ORIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/oria}"
+cache="$(oria_cache_dir)"
 dir="$cache/olm/operator-controller-${version}"
-want=(operator-controller catalogd crds/olm.operatorframework.io_clusterextensions.yaml crds/olm.operatorframework.io_clustercatalogs.yaml)
-
-complete=true
-for f in "${want[@]}"; do [[ -s "$dir/$f" ]] || complete=false; done
-if $complete; then
-  echo "$dir"
-  exit 0
-fi
-
-mkdir -p "$cache/olm"
-tmp="$(mktemp -d "$cache/olm/.build.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+print_if_built "$dir" operator-controller catalogd crds/olm.operatorframework.io_clusterextensions.yaml crds/olm.operatorframework.io_clustercatalogs.yaml
+make_build_dir "$cache/olm"
 
 echo "olm.sh: building operator-controller and catalogd ${version} into $dir (first time only, ~10 min)" >&2
 start=$SECONDS

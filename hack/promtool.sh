@@ -15,25 +15,23 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/hack/lib.sh"
 mod="$root/hack/tools/promtool"
 module=github.com/prometheus/prometheus
 
-version="$(awk -v m="$module" '$1 == m && $2 ~ /^v/ {print $2; exit}' "$mod/go.mod")"
+version="$(module_version "$mod/go.mod" "$module")"
 if [[ -z "$version" ]]; then
   echo "promtool.sh: cannot read the version of $module from $mod/go.mod" >&2
   exit 1
 fi
 
-cache="${ORIA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/oria}"
+cache="$(oria_cache_dir)"
 dir="$cache/promtool/prometheus-${version}"
 if [[ -x "$dir/promtool" ]]; then
   echo "$dir/promtool"
   exit 0
 fi
-
-mkdir -p "$cache/promtool"
-tmp="$(mktemp -d "$cache/promtool/.build.XXXXXX")"
-trap 'rm -rf "$tmp"' EXIT
+make_build_dir "$cache/promtool"
 
 echo "promtool.sh: building promtool from $module ${version} into $dir (first time only, about 5 min on 2 cores)" >&2
 start=$SECONDS
