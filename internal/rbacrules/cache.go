@@ -56,14 +56,14 @@ func NewCache(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("selecting the RBAC objects oria does not own: %w", err)
 	}
-	others := cache.ByObject{Label: labels.NewSelector().Add(*notOwned), Transform: Lean}
+	others := cache.ByObject{Label: labels.NewSelector().Add(*notOwned), Transform: leanObject}
 	opts := cfg.Options
 	opts.DefaultTransform = nil
 	opts.ByObject = map[client.Object]cache.ByObject{
 		&rbacv1.ClusterRole{}:        others,
 		&rbacv1.ClusterRoleBinding{}: others,
 		&rbacv1.RoleBinding{}:        others,
-		&rbacv1.Role{}:               {Transform: Lean},
+		&rbacv1.Role{}:               {Transform: leanObject},
 	}
 	c, err := cache.New(cfg.REST, opts)
 	if err != nil {
@@ -203,24 +203,24 @@ func pointers[T any](lists ...[]T) []*T {
 	return out
 }
 
-// Lean is the others cache's transform: it keeps of an RBAC object only
+// leanObject is the others cache's transform: it keeps of an RBAC object only
 // what RBAC reads, dropping labels, annotations (kubectl's
 // last-applied-configuration is often the largest part), owner references
 // and managed fields.
-func Lean(obj any) (any, error) {
+func leanObject(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *rbacv1.ClusterRole:
-		return &rbacv1.ClusterRole{ObjectMeta: lean(o.ObjectMeta), Rules: o.Rules}, nil
+		return &rbacv1.ClusterRole{ObjectMeta: leanMeta(o.ObjectMeta), Rules: o.Rules}, nil
 	case *rbacv1.Role:
-		return &rbacv1.Role{ObjectMeta: lean(o.ObjectMeta), Rules: o.Rules}, nil
+		return &rbacv1.Role{ObjectMeta: leanMeta(o.ObjectMeta), Rules: o.Rules}, nil
 	case *rbacv1.ClusterRoleBinding:
-		return &rbacv1.ClusterRoleBinding{ObjectMeta: lean(o.ObjectMeta), Subjects: o.Subjects, RoleRef: o.RoleRef}, nil
+		return &rbacv1.ClusterRoleBinding{ObjectMeta: leanMeta(o.ObjectMeta), Subjects: o.Subjects, RoleRef: o.RoleRef}, nil
 	case *rbacv1.RoleBinding:
-		return &rbacv1.RoleBinding{ObjectMeta: lean(o.ObjectMeta), Subjects: o.Subjects, RoleRef: o.RoleRef}, nil
+		return &rbacv1.RoleBinding{ObjectMeta: leanMeta(o.ObjectMeta), Subjects: o.Subjects, RoleRef: o.RoleRef}, nil
 	}
 	return obj, nil
 }
 
-func lean(m metav1.ObjectMeta) metav1.ObjectMeta {
+func leanMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
 }

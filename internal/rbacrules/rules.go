@@ -113,15 +113,6 @@ func Holdings(l Lister, user User, namespaces []string) (map[string]Holding, err
 	return out, nil
 }
 
-// For returns the rules user holds in namespace ("": cluster-wide).
-func For(l Lister, user User, namespace string) ([]rbacv1.PolicyRule, error) {
-	h, err := Holdings(l, user, []string{namespace})
-	if err != nil {
-		return nil, err
-	}
-	return h[namespace].Rules(l)
-}
-
 // roleRules are the rules of the role a RoleBinding in namespace refers to.
 func roleRules(l Lister, ref roleRef, namespace string) ([]rbacv1.PolicyRule, error) {
 	switch ref.kind {
