@@ -199,7 +199,7 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 			w.Memo.observed(k.Name, key)
 			if !owns(cur) {
 				out[i].Action, out[i].Err, out[i].Existing = Conflict, conflictError(k.Name, cur), cur
-			} else if !k.UpToDate(cur, want) {
+			} else if terminating(cur) || !k.UpToDate(cur, want) {
 				todo = append(todo, i)
 			}
 			continue
@@ -220,6 +220,10 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 		i := todo[j]
 		want := desired[i]
 		if cur, ok := cached[Key(want)]; ok {
+			if terminating(cur) {
+				out[i] = recreate(ctx, w, k, cur, want, out[i])
+				return
+			}
 			out[i].Action, out[i].Err = repair(ctx, w, k, cur, want)
 			return
 		}
@@ -339,14 +343,18 @@ func repair[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, wan
 
 // Delete deletes objs in parallel, each only if it is still the object
 // that was read (UID precondition); an object already gone, or replaced by
-// another meanwhile, counts as deleted.
+// another meanwhile, counts as deleted. Finalizers never hold a deletion
+// back (see release).
 func Delete[T client.Object](ctx context.Context, w *Writer, kind string, objs []T) []Outcome {
 	out := make([]Outcome, len(objs))
 	w.Engine.Parallel(w.workers(), len(objs), func(i int) {
 		obj := objs[i]
 		out[i] = Outcome{Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted}
 		uid := obj.GetUID()
-		err := w.revoker().Delete(ctx, obj, client.Preconditions{UID: &uid})
+		err := release(ctx, w.revoker(), obj)
+		if err == nil {
+			err = w.revoker().Delete(ctx, obj, client.Preconditions{UID: &uid})
+		}
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			out[i].Action, out[i].Err = Failed, fmt.Errorf("deleting %s %s: %w", kind, describe(obj), err)
 		}

@@ -230,11 +230,7 @@ func revoke(ctx context.Context, w *engine.Writer, v vouched, ensuredRBs, ensure
 // controller would otherwise hold them back for as long as the spec error
 // lasts), the rules as they are for any other role. A role that does not
 // exist grants nothing: its bindings stay (it is vouched for when created).
-func (r *Reconciler) frozen(ctx context.Context, si *oriav1alpha1.ScopeInstance) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
-	rbs, crbs, err := r.existingBindings(ctx, si.Name)
-	if err != nil || len(rbs)+len(crbs) == 0 {
-		return nil, nil, err
-	}
+func (r *Reconciler) frozen(ctx context.Context, si *oriav1alpha1.ScopeInstance, rbs []*rbacv1.RoleBinding, crbs []*rbacv1.ClusterRoleBinding) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
 	values := map[string]string{}
 	t := &oriav1alpha1.ScopeTemplate{}
 	switch err := r.Client.Get(ctx, types.NamespacedName{Name: si.Spec.ScopeTemplateName}, t); {
@@ -284,8 +280,8 @@ func (r *Reconciler) frozen(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 	return outRBs, outCRBs, nil
 }
 
-// revokeFrozen deletes, as oria, the bindings frozen found for an instance
-// with a spec error (p.staleRBs, p.staleCRBs).
+// revokeFrozen deletes, as oria, the bindings an instance with a spec error
+// may no longer keep (frozenPlan: p.staleRBs, p.staleCRBs).
 func (r *Reconciler) revokeFrozen(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) result {
 	if len(p.staleRBs)+len(p.staleCRBs) == 0 {
 		return result{}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,7 +27,8 @@ type plan struct {
 	// watch (the configured interval), for the status messages.
 	recheck time.Duration
 	// specErr is set when the spec (or its template) must be fixed by the
-	// user: nothing is written then, existing bindings stay.
+	// user: nothing new is written then, and existing bindings stay only as
+	// far as the current spec still allows them (frozenPlan).
 	specErr  *binding.SpecError
 	template *oriav1alpha1.ScopeTemplate
 	// roles to bind: referenced roles and inline roles that are in place.
@@ -36,6 +38,14 @@ type plan struct {
 	pending []string
 	// conflicted inline roles whose name a foreign ClusterRole holds.
 	conflicted []string
+	// ahead are inline roles in place whose rules are not (yet) the
+	// template's: no new binding of them is made (withholdAhead), existing
+	// ones stay; withheld counts the bindings not made.
+	ahead    []string
+	withheld int
+	// pins are the namespace UIDs to record (status.namespaceUIDs; see
+	// binding.PinNamespaces).
+	pins map[string]string
 	targets    binding.Targets
 	// wantRBs / wantCRBs are the intended bindings; existing* the cached
 	// bindings of the instance; stale* those to delete.
@@ -61,7 +71,15 @@ func (p *plan) serviceAccountMissing() bool {
 // Gather reads what a reconcile of si needs and decides the bindings with
 // the pure functions of package binding.
 func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, error) {
-	p, serr, err := r.resolve(ctx, si)
+	var nss []binding.Namespace
+	if !binding.IsClusterWide(si.Spec) {
+		var err error
+		if nss, err = r.namespaces(ctx); err != nil {
+			return nil, err
+		}
+	}
+	pins, recreated := binding.PinNamespaces(si.Spec.Namespaces, nss, si.Status.NamespaceUIDs, si.Status.ObservedGeneration != si.Generation)
+	p, serr, err := r.resolve(ctx, si, nss, recreated)
 	if err != nil {
 		return nil, err
 	}
@@ -74,14 +92,9 @@ func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 		serr = &binding.SpecError{Reason: oriav1alpha1.ReasonInvalidSpec, Message: err.Error() + "; nothing is changed until it is fixed"}
 	}
 	if serr != nil {
-		p := &plan{specErr: serr, attenuated: si.Spec.ServiceAccount != nil, recheck: r.recheck()}
-		if p.attenuated {
-			if p.staleRBs, p.staleCRBs, err = r.frozen(ctx, si); err != nil {
-				return nil, err
-			}
-		}
-		return p, nil
+		return r.frozenPlan(ctx, si, serr, nss, pins, recreated)
 	}
+	p.pins = pins
 	subj := p.template.Spec.BindingTemplate.Subjects
 	if p.targets.Cluster {
 		p.wantCRBs = binding.ClusterRoleBindings(si, p.template.Name, p.roles, subj)
@@ -91,6 +104,7 @@ func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 	if p.existingRBs, p.existingCRBs, err = r.existingBindings(ctx, si.Name); err != nil {
 		return nil, err
 	}
+	p.withholdAhead()
 	keep := binding.Keep(si.Name, append(binding.Objects(p.wantRBs), binding.Objects(p.wantCRBs)...), p.targets, p.pending)
 	p.staleRBs = binding.Stale(p.existingRBs, keep, p.targets)
 	p.staleCRBs = binding.Stale(p.existingCRBs, keep, p.targets)
@@ -106,7 +120,7 @@ func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 
 // resolve reads the template, checks the spec and finds the targets. A
 // SpecError is the user's to fix; an error is retried.
-func (r *Reconciler) resolve(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, *binding.SpecError, error) {
+func (r *Reconciler) resolve(ctx context.Context, si *oriav1alpha1.ScopeInstance, nss []binding.Namespace, recreated []string) (*plan, *binding.SpecError, error) {
 	if _, serr := binding.Selector(si.Spec); serr != nil {
 		return nil, serr, nil
 	}
@@ -130,15 +144,11 @@ func (r *Reconciler) resolve(ctx context.Context, si *oriav1alpha1.ScopeInstance
 		}
 		p.targets = binding.Targets{Cluster: true}
 	} else {
-		nss, err := r.namespaces(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
 		targets, serr := binding.ResolveTargets(si.Spec, nss)
 		if serr != nil {
 			return nil, serr, nil
 		}
-		p.targets = targets
+		p.targets = targets.Without(recreated)
 	}
 	for _, role := range binding.Roles(t) {
 		if !role.Inline {
@@ -152,6 +162,9 @@ func (r *Reconciler) resolve(ctx context.Context, si *oriav1alpha1.ScopeInstance
 		switch state {
 		case roleReady:
 			p.roles = append(p.roles, role.Name)
+			if !equality.Semantic.DeepEqual(cr.Rules, role.Rules) {
+				p.ahead = append(p.ahead, role.Name)
+			}
 			if si.Spec.ServiceAccount != nil {
 				if p.inlineRules == nil {
 					p.inlineRules = map[string][]rbacv1.PolicyRule{}
@@ -206,7 +219,7 @@ func (r *Reconciler) namespaces(ctx context.Context) ([]binding.Namespace, error
 	}
 	out := make([]binding.Namespace, len(list.Items))
 	for i, ns := range list.Items {
-		out[i] = binding.Namespace{Name: ns.Name, Labels: ns.Labels, Terminating: !ns.DeletionTimestamp.IsZero()}
+		out[i] = binding.Namespace{Name: ns.Name, Labels: ns.Labels, Terminating: !ns.DeletionTimestamp.IsZero(), UID: string(ns.UID)}
 	}
 	return out, nil
 }

@@ -35,6 +35,7 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 	}
 	switch {
 	case p.specErr != nil:
+		st.NamespaceUIDs = p.pins
 		ready(metav1.ConditionFalse, p.specErr.Reason, p.specErr.Message)
 		// Bindings its ServiceAccount no longer vouches for went even so.
 		st.BoundNamespaces = slices.DeleteFunc(st.BoundNamespaces, func(ns string) bool {
@@ -50,6 +51,7 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 	st.BoundNamespaces = res.bound
 	st.BoundNamespaceCount = int32(len(st.BoundNamespaces))
 	st.Publication = res.published.Status
+	st.NamespaceUIDs = p.pins
 	switch {
 	case err != nil:
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
@@ -65,6 +67,11 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonForbidden, fmt.Sprintf(
 			"ServiceAccount %s/%s (spec.serviceAccount) may not grant %d binding(s), %s: %s (%s; oria tries again every %s)",
 			sa.Namespace, sa.Name, len(res.summary.Forbidden), written, errorList(res.summary.Forbidden, 3), boundWhere(p, st), cmp.Or(p.recheck, DefaultRecheckInterval)))
+	case len(p.targets.Recreated) > 0:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceRecreated, fmt.Sprintf(
+			"namespace(s) %s were deleted and created again since this spec was written: a grant checked for the old namespace is not carried over, "+
+				"so they are not bound until the spec is written again (remove them from spec.namespaces and add them back; a namespaceSelector follows names) (%s)",
+			status.Enumerate(p.targets.Recreated, 10), boundWhere(p, st)))
 	case len(p.targets.Missing) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound,
 			fmt.Sprintf("namespace(s) %s do not exist; they are bound as soon as they are created (bound in %d other namespace(s))",
@@ -76,6 +83,10 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 			msg += fmt.Sprintf(" (ScopeTemplate %q: %s: %s)", p.template.Name, c.Reason, c.Message)
 		}
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, msg)
+	case p.withheld > 0:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonWaitingForRules, fmt.Sprintf(
+			"%d binding(s) of ClusterRole(s) %s wait until the role holds ScopeTemplate %q's current rules (no binding is made against rules not checked for it; %s)",
+			p.withheld, status.Enumerate(p.ahead, 10), p.template.Name, boundWhere(p, st)))
 	case templateReason(p.template) == oriav1alpha1.ReasonClusterRoleNotFound:
 		c := meta.FindStatusCondition(p.template.Status.Conditions, oriav1alpha1.TypeReady)
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound,
@@ -105,7 +116,7 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 // is written at once, so a change of Ready's status or reason is never held
 // back.
 func routineChange(before, after oriav1alpha1.ScopeInstanceStatus) bool {
-	if before.ObservedGeneration != after.ObservedGeneration || before.Scope != after.Scope ||
+	if before.ObservedGeneration != after.ObservedGeneration || before.Scope != after.Scope || !maps.Equal(before.NamespaceUIDs, after.NamespaceUIDs) ||
 		!equality.Semantic.DeepEqual(before.Publication, after.Publication) || len(before.Conditions) != len(after.Conditions) {
 		return false
 	}
@@ -149,7 +160,7 @@ func boundNamespaces(instance string, p *plan, ensured engine.Summary) []string 
 	existing := engine.ByKey(p.existingRBs)
 	var out []string
 	for _, ns := range p.targets.Namespaces {
-		if ensured.Bad[ns] || ensured.Skipped[ns] || !pendingBound(instance, ns, p.pending, existing) {
+		if ensured.Bad[ns] || ensured.Skipped[ns] || !pendingBound(instance, ns, p.pending, existing) || !pendingBound(instance, ns, p.ahead, existing) {
 			continue
 		}
 		out = append(out, ns)

@@ -101,7 +101,7 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	r.Latency.Bound(si.Name, ensuredRBs)
 	ensured := engine.Summarize(ensuredRBs, ensuredCRBs)
 	bound := boundNamespaces(si.Name, p, ensured)
-	clusterOK := len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted) == 0
+	clusterOK := len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted)+p.withheld == 0
 	pubs := r.publisher().Publish(ctx, si, p.targets.Cluster, bound, clusterOK)
 	deletedRBs := append(revokedRBs, engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)...)
 	deletedCRBs := append(revokedCRBs, engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)...)
