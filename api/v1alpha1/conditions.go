@@ -68,6 +68,17 @@ const (
 	// does not exist (yet); the other namespaces are bound, and the missing
 	// one is bound as soon as it appears.
 	ReasonNamespaceNotFound = "NamespaceNotFound"
+	// ReasonNamespaceRecreated (ScopeInstance, RBACPolicy): a listed
+	// namespace was deleted and created again since the spec was written;
+	// the grant checked for the old namespace is not carried over to the
+	// new one until the spec is written again (status.namespaceUIDs).
+	ReasonNamespaceRecreated = "NamespaceRecreated"
+	// ReasonWaitingForRules (ScopeInstance): an inline ClusterRole does not
+	// hold its template's current rules yet (held back for a ServiceAccount
+	// ceiling, or about to be written): no new binding of it is made until
+	// it does, so nothing is ever bound against rules the guard did not
+	// check for this instance; existing bindings stay.
+	ReasonWaitingForRules = "WaitingForRules"
 	// ReasonPublicationNamespaceNotFound (ScopeInstance): the namespace of
 	// spec.publication.configMap does not exist (yet); the bindings are in
 	// place, and the list is published as soon as the namespace appears.

@@ -36,13 +36,18 @@ type APIRef struct {
 
 // RBACPolicySpec grants subjects access to the APIs of one ClusterExtension.
 //
-// The namespaces are the union of namespaces and the namespaces that
-// namespaceSelector matches; with neither the grant is cluster-wide.
+// The namespaces are either the listed namespaces or those that
+// namespaceSelector matches: the two fields are mutually exclusive (the API
+// server refuses an object with both, so a write merged into someone else's
+// object fails loudly instead of adding to it). With neither the grant is
+// cluster-wide.
 //
 // Every field that decides what is granted where (namespaces, the selector,
 // the ServiceAccount, subjects, APIs) is atomic under server-side apply: when the manager
 // that set it removes a grant, the grant goes, even if another manager
 // applied the same value too (or the apply conflicts, loudly).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || size(self.namespaces) == 0 || !has(self.namespaceSelector)",message="namespaces and namespaceSelector are mutually exclusive: list the namespaces or select them by label, not both (with neither, the grant is cluster-wide)",fieldPath=".namespaceSelector",reason=FieldValueForbidden
 type RBACPolicySpec struct {
 	// extensionName is the name of the ClusterExtension whose APIs to grant.
 	// The extension must be in FineGrained (or Legacy) mode so that its
@@ -67,7 +72,8 @@ type RBACPolicySpec struct {
 	// +listType=atomic
 	Subjects []rbacv1.Subject `json:"subjects"`
 
-	// namespaces lists namespaces to grant access in.
+	// namespaces lists namespaces to grant access in. Not with
+	// namespaceSelector.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10000
@@ -75,7 +81,8 @@ type RBACPolicySpec struct {
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespaces []string `json:"namespaces,omitempty"`
 
-	// namespaceSelector selects namespaces to grant access in by label.
+	// namespaceSelector selects namespaces to grant access in by label. Not
+	// with namespaces.
 	// +optional
 	// +structType=atomic
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`

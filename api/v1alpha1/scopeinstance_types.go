@@ -15,15 +15,21 @@ const (
 
 // ScopeInstanceSpec names a ScopeTemplate and where to bind it.
 //
-// The target namespaces are the union of namespaces and the namespaces that
-// namespaceSelector matches. With neither field set the template is bound
-// cluster-wide, with one ClusterRoleBinding per role. A selector that matches
-// no namespace binds nothing (it never widens to cluster-wide).
+// The target namespaces are either the listed namespaces or those that
+// namespaceSelector matches: the two fields are mutually exclusive (the API
+// server refuses an object with both, so a write merged into someone else's
+// object, such as an apply onto a name created beforehand, fails loudly
+// instead of adding its selector to their list). With neither field set the
+// template is bound cluster-wide, with one ClusterRoleBinding per role. A
+// selector that matches no namespace binds nothing (it never widens to
+// cluster-wide).
 //
 // Every field that decides what is granted where (namespaces, the selector,
 // the ServiceAccount, the publication) is atomic under server-side apply: when the manager
 // that set it removes a grant, the grant goes, even if another manager
 // applied the same value too (or the apply conflicts, loudly).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || size(self.namespaces) == 0 || !has(self.namespaceSelector)",message="namespaces and namespaceSelector are mutually exclusive: list the namespaces or select them by label, not both (with neither, the template is bound cluster-wide)",fieldPath=".namespaceSelector",reason=FieldValueForbidden
 type ScopeInstanceSpec struct {
 	// scopeTemplateName is the name of the ScopeTemplate to bind.
 	// +required
@@ -33,6 +39,7 @@ type ScopeInstanceSpec struct {
 
 	// namespaces lists namespaces to bind the template in. A namespace that
 	// does not exist yet is reported and bound as soon as it is created.
+	// Not with namespaceSelector.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10000
@@ -45,6 +52,7 @@ type ScopeInstanceSpec struct {
 	// compatibility with the ScopeInstance design document, keys other than
 	// matchLabels and matchExpressions are read as labels the namespace must
 	// have: `namespaceSelector: {team: a}` means `matchLabels: {team: a}`.
+	// Not with namespaces.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +structType=atomic
@@ -207,6 +215,15 @@ type ScopeInstanceStatus struct {
 	// +optional
 	// +structType=atomic
 	Publication *PublicationStatus `json:"publication,omitempty"`
+
+	// namespaceUIDs records the UID of each namespace in spec.namespaces
+	// as oria first saw it under the current spec. A listed namespace
+	// deleted and created again is a new namespace: it is not bound (Ready
+	// False, NamespaceRecreated) until the spec is written again, which
+	// the escalation guard checks anew. Written by oria alone.
+	// +optional
+	// +mapType=atomic
+	NamespaceUIDs map[string]string `json:"namespaceUIDs,omitempty"`
 }
 
 // PublicationStatus is the observed state of a publication.

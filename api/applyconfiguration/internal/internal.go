@@ -291,6 +291,12 @@ var schemaYAML = typed.YAMLObject(`types:
           elementRelationship: associative
           keys:
           - type
+    - name: namespaceUIDs
+      type:
+        map:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
     - name: observedGeneration
       type:
         scalar: numeric

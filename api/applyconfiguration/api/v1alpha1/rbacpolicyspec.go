@@ -29,8 +29,11 @@ import (
 //
 // RBACPolicySpec grants subjects access to the APIs of one ClusterExtension.
 //
-// The namespaces are the union of namespaces and the namespaces that
-// namespaceSelector matches; with neither the grant is cluster-wide.
+// The namespaces are either the listed namespaces or those that
+// namespaceSelector matches: the two fields are mutually exclusive (the API
+// server refuses an object with both, so a write merged into someone else's
+// object fails loudly instead of adding to it). With neither the grant is
+// cluster-wide.
 //
 // Every field that decides what is granted where (namespaces, the selector,
 // the ServiceAccount, subjects, APIs) is atomic under server-side apply: when the manager
@@ -49,9 +52,11 @@ type RBACPolicySpecApplyConfiguration struct {
 	// subjects are the users, groups and ServiceAccounts to grant access to.
 	// A ServiceAccount needs its namespace.
 	Subjects []v1.Subject `json:"subjects,omitempty"`
-	// namespaces lists namespaces to grant access in.
+	// namespaces lists namespaces to grant access in. Not with
+	// namespaceSelector.
 	Namespaces []string `json:"namespaces,omitempty"`
-	// namespaceSelector selects namespaces to grant access in by label.
+	// namespaceSelector selects namespaces to grant access in by label. Not
+	// with namespaces.
 	NamespaceSelector *metav1.LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
 	// apis narrows the grant to some of the extension's APIs. Empty means
 	// all of them, including APIs a later upgrade of the extension adds.

@@ -27,10 +27,14 @@ import (
 //
 // ScopeInstanceSpec names a ScopeTemplate and where to bind it.
 //
-// The target namespaces are the union of namespaces and the namespaces that
-// namespaceSelector matches. With neither field set the template is bound
-// cluster-wide, with one ClusterRoleBinding per role. A selector that matches
-// no namespace binds nothing (it never widens to cluster-wide).
+// The target namespaces are either the listed namespaces or those that
+// namespaceSelector matches: the two fields are mutually exclusive (the API
+// server refuses an object with both, so a write merged into someone else's
+// object, such as an apply onto a name created beforehand, fails loudly
+// instead of adding its selector to their list). With neither field set the
+// template is bound cluster-wide, with one ClusterRoleBinding per role. A
+// selector that matches no namespace binds nothing (it never widens to
+// cluster-wide).
 //
 // Every field that decides what is granted where (namespaces, the selector,
 // the ServiceAccount, the publication) is atomic under server-side apply: when the manager
@@ -41,12 +45,14 @@ type ScopeInstanceSpecApplyConfiguration struct {
 	ScopeTemplateName *string `json:"scopeTemplateName,omitempty"`
 	// namespaces lists namespaces to bind the template in. A namespace that
 	// does not exist yet is reported and bound as soon as it is created.
+	// Not with namespaceSelector.
 	Namespaces []string `json:"namespaces,omitempty"`
 	// namespaceSelector selects namespaces by label; matchExpressions are
 	// supported. An empty selector ({}) matches every namespace. For
 	// compatibility with the ScopeInstance design document, keys other than
 	// matchLabels and matchExpressions are read as labels the namespace must
 	// have: `namespaceSelector: {team: a}` means `matchLabels: {team: a}`.
+	// Not with namespaces.
 	NamespaceSelector *v1.LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
 	// serviceAccount caps what this instance can grant (attenuation, as OLM
 	// v0's OperatorGroup serviceAccountName): oria writes the instance's

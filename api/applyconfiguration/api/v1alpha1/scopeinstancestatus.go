@@ -49,6 +49,12 @@ type ScopeInstanceStatusApplyConfiguration struct {
 	// publication reports what spec.publication published and the last
 	// restart it caused.
 	Publication *PublicationStatusApplyConfiguration `json:"publication,omitempty"`
+	// namespaceUIDs records the UID of each namespace in spec.namespaces
+	// as oria first saw it under the current spec. A listed namespace
+	// deleted and created again is a new namespace: it is not bound (Ready
+	// False, NamespaceRecreated) until the spec is written again, which
+	// the escalation guard checks anew. Written by oria alone.
+	NamespaceUIDs map[string]string `json:"namespaceUIDs,omitempty"`
 }
 
 // ScopeInstanceStatusApplyConfiguration constructs a declarative configuration of the ScopeInstanceStatus type for use with
@@ -109,5 +115,19 @@ func (b *ScopeInstanceStatusApplyConfiguration) WithBoundNamespaceCount(value in
 // If called multiple times, the Publication field is set to the value of the last call.
 func (b *ScopeInstanceStatusApplyConfiguration) WithPublication(value *PublicationStatusApplyConfiguration) *ScopeInstanceStatusApplyConfiguration {
 	b.Publication = value
+	return b
+}
+
+// WithNamespaceUIDs puts the entries into the NamespaceUIDs field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, the entries provided by each call will be put on the NamespaceUIDs field,
+// overwriting an existing map entries in NamespaceUIDs field with the same key.
+func (b *ScopeInstanceStatusApplyConfiguration) WithNamespaceUIDs(entries map[string]string) *ScopeInstanceStatusApplyConfiguration {
+	if b.NamespaceUIDs == nil && len(entries) > 0 {
+		b.NamespaceUIDs = make(map[string]string, len(entries))
+	}
+	for k, v := range entries {
+		b.NamespaceUIDs[k] = v
+	}
 	return b
 }
