@@ -209,7 +209,10 @@ func TestRecreatedNamespaceIsNotRebound(t *testing.T) {
 	// D cannot re-affirm it: the guard checks the new phoenix.
 	refused(t, userUpdate(t, as, si, func() { si.Spec.Namespaces = []string{phoenix, phoenix + "-x"} }), phoenix)
 	// The admin can: writing the spec again binds the new namespace.
-	update(t, si, func() { si.Spec.Namespaces = nil; si.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": phoenix}} })
+	update(t, si, func() {
+		si.Spec.Namespaces = nil
+		si.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": phoenix}}
+	})
 	instanceReady(t, si, oriav1alpha1.ReasonBound, time.Minute)
 	eventuallyAccess(t, true, adminInPhoenix)
 	cleanup(t, reborn)

@@ -45,8 +45,8 @@ type plan struct {
 	withheld int
 	// pins are the namespace UIDs to record (status.namespaceUIDs; see
 	// binding.PinNamespaces).
-	pins map[string]string
-	targets    binding.Targets
+	pins    map[string]string
+	targets binding.Targets
 	// wantRBs / wantCRBs are the intended bindings; existing* the cached
 	// bindings of the instance; stale* those to delete.
 	wantRBs                 []*rbacv1.RoleBinding
