@@ -100,7 +100,7 @@ func TestUnchangedWorldWritesNothing(t *testing.T) {
 		{Name: "view"}, {GenerateName: "pods-", Rules: podRules},
 	}, testutil.ServiceAccount("bot", ""), testutil.User("alice"))
 	create(t, tmpl)
-	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{missing}, matchLabels("team", team))
+	si := newInstance(testutil.UniqueName("si"), tmpl.Name, append([]string{missing}, nss...), nil)
 	cw := newInstance(testutil.UniqueName("si"), tmpl.Name, nil, nil) // InvalidSubject: a terminal state is quiet too
 	create(t, si)
 	create(t, cw)

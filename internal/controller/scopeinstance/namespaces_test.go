@@ -19,21 +19,21 @@ import (
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
-// TestNamespacesAreLive covers the union of the list and the selector, and
-// namespaces created, relabelled, unlabelled and deleted while the instance
-// exists.
+// TestNamespacesAreLive covers a selector, switching between the selector
+// and a list, and namespaces created, relabelled, unlabelled and deleted
+// while the instance exists.
 func TestNamespacesAreLive(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
 	team := testutil.UniqueName("team")
-	listed := namespace(t, "listed", nil)
+	listed := namespace(t, "listed", map[string]string{"team": team})
 	selected := namespace(t, "selected", map[string]string{"team": team})
 	other := namespace(t, "other", nil)
 
 	view := podReader(t)
 	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"), []oriav1alpha1.ClusterRoleTemplate{{Name: view}}, testutil.ServiceAccount("bot", ""), testutil.User("alice"))
 	create(t, tmpl)
-	si := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{listed}, matchLabels("team", team))
+	si := newInstance(testutil.UniqueName("si"), tmpl.Name, nil, matchLabels("team", team))
 	create(t, si)
 
 	got := eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
@@ -82,10 +82,11 @@ func TestNamespacesAreLive(t *testing.T) {
 		assert.Equal(c, []string{created, listed, other}, sorted(got.Status.BoundNamespaces))
 	}, testutil.Timeout, testutil.Interval)
 
-	// A namespace removed from the list loses exactly its binding.
-	update(t, si, func() { si.Spec.Namespaces = nil })
-	eventuallyBoundIn(t, si.Name, view, created, other)
-	update(t, si, func() { si.Spec.Namespaces = []string{listed} })
+	// From the selector to a list and back: exactly the bindings of the
+	// namespaces that leave go.
+	update(t, si, func() { si.Spec.NamespaceSelector, si.Spec.Namespaces = nil, []string{listed, created} })
+	eventuallyBoundIn(t, si.Name, view, listed, created)
+	update(t, si, func() { si.Spec.NamespaceSelector, si.Spec.Namespaces = matchLabels("team", team), nil })
 	eventuallyBoundIn(t, si.Name, view, listed, created, other)
 
 	// A deleted namespace (terminating for good here: no namespace
