@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/operator-framework/oria/internal/controller/extension"
+	"github.com/operator-framework/oria/internal/controller/orphans"
 	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
 	"github.com/operator-framework/oria/internal/controller/scopeinstance"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
@@ -34,7 +35,7 @@ func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 	if err := lookup.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	// One write engine for the four controllers: their writes share its
+	// One write engine for the controllers: their writes share its
 	// tokens (engine.MaxInFlight) and are counted in oria's metrics.
 	eng := engine.New(metrics.ObserveWrites)
 	for _, setup := range []func() error{
@@ -51,6 +52,11 @@ func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 		},
 		func() error {
 			return scopeinstance.SetupWithManager(mgr, scopeinstance.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Engine: eng})
+		},
+		// The sweep: what oria created whose owner is gone is deleted, at
+		// start, at takeover and when seen.
+		func() error {
+			return orphans.SetupWithManager(mgr, orphans.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Engine: eng})
 		},
 	} {
 		if err := setup(); err != nil {
