@@ -2,15 +2,20 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Fields in objects oria does not own: a ScopeInstance's key in a
 // ConfigMap and the restart annotation of the workloads it restarts
-// (package publish decides them, and is their one caller). Each is applied
+// (package publish decides them, and is their one caller), and the
+// ConfigMaps a publication creates (CreateNew), disowns (Disown) and
+// deletes (DeleteUnchanged). Each is applied
 // under a field manager of the writer's own (publish.FieldOwner, one per
 // instance, named with oriav1alpha1.PublicationFieldOwnerPrefix), not
 // oriav1alpha1.FieldOwner: writers of the same ConfigMap or workload then
@@ -24,6 +29,37 @@ import (
 func ApplyKey(ctx context.Context, w *Writer, ac runtime.ApplyConfiguration, owner string) (conflict bool, err error) {
 	err = w.Client.Apply(ctx, ac, client.FieldOwner(owner))
 	return apierrors.IsConflict(err), err
+}
+
+// CreateNew creates obj as owner only if no object of its name exists:
+// created is false, without an error, when one does. What obj carries (an
+// ownerReference) is thereby recorded only on an object this write made,
+// never on one someone else made under the same name.
+func CreateNew(ctx context.Context, w *Writer, obj client.Object, owner string) (created bool, err error) {
+	err = w.Client.Create(ctx, obj, client.FieldOwner(owner))
+	if apierrors.IsAlreadyExists(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Disown removes the ownerReference with UID owner from obj, if obj is
+// still the object that was read (its UID; a strategic merge patch that
+// deletes the reference by its merge key, whatever else changed). One
+// already gone is left alone without an error.
+func Disown(ctx context.Context, w *Writer, obj client.Object, owner types.UID, fieldOwner string) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":             obj.GetUID(),
+		"ownerReferences": []map[string]any{{"$patch": "delete", "uid": owner}},
+	}})
+	if err != nil {
+		return fmt.Errorf("encoding the patch: %w", err)
+	}
+	err = w.Client.Patch(ctx, obj, client.RawPatch(types.StrategicMergePatchType, body), client.FieldOwner(fieldOwner))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // ApplyRestart server-side applies ac as owner, taking over the fields it

@@ -28,8 +28,9 @@ const (
 // Publisher carries out a ScopeInstance's publication with the pure parts
 // of this package: it is the one writer of the published ConfigMap keys
 // and of the restarts, and writes them through the engine (engine.ApplyKey,
-// engine.ApplyRestart, engine.Withdraw, engine.DeleteUnchanged), as oria
-// itself, never as an instance's ServiceAccount.
+// engine.ApplyRestart, engine.Withdraw, engine.CreateNew, engine.Disown,
+// engine.DeleteUnchanged), as oria itself, never as an instance's
+// ServiceAccount.
 type Publisher struct {
 	// Cache reads oria's cache: the ConfigMaps oria publishes into (the
 	// published label) and namespaces (metadata).
@@ -68,14 +69,16 @@ type Outcome struct {
 // after the bindings were written and before stale ones are deleted: a
 // namespace enters the list only once its bindings exist and leaves it
 // before they go. It first withdraws from every ConfigMap si published into
-// and no longer names.
+// and no longer names. A ConfigMap that does not exist is created with an
+// ownerReference to si (Creation): the one record by which oria deletes it
+// later (see Dispose).
 func (p *Publisher) Publish(ctx context.Context, si *oriav1alpha1.ScopeInstance, cluster bool, bound []string, bindingsOK bool) Outcome {
 	pub := si.Spec.Publication
 	var keep *oriav1alpha1.ConfigMapKeyReference
 	if pub != nil {
 		keep = &pub.ConfigMap
 	}
-	if err := p.Withdraw(ctx, si.Name, keep); err != nil {
+	if err := p.withdraw(ctx, si.Name, si.UID, keep); err != nil {
 		return Outcome{Status: si.Status.Publication, Err: err}
 	}
 	if pub == nil {
@@ -103,7 +106,7 @@ func (p *Publisher) Publish(ctx context.Context, si *oriav1alpha1.ScopeInstance,
 		}
 		return Outcome{Status: prev, NoNamespace: noNamespace, Err: err}
 	}
-	conflict, err := p.applyKey(ctx, si.Name, pub.ConfigMap, value)
+	conflict, err := p.applyKey(ctx, si, pub.ConfigMap, value)
 	if conflict != "" || err != nil {
 		return Outcome{Status: prev, Conflict: conflict, Err: err}
 	}
@@ -132,17 +135,31 @@ func (p *Publisher) Publish(ctx context.Context, si *oriav1alpha1.ScopeInstance,
 
 // applyKey writes the key when the cached ConfigMap does not hold it
 // already. A key another field manager holds with another value is a
-// conflict (server-side apply without force): it is left as it is.
-func (p *Publisher) applyKey(ctx context.Context, instance string, ref oriav1alpha1.ConfigMapKeyReference, value string) (string, error) {
+// conflict (server-side apply without force): it is left as it is. A
+// ConfigMap the cache does not show (it may exist without oria's label) is
+// first created, with si's ownerReference, if it does not exist; one oria
+// created for si in which others wrote keys loses that reference.
+func (p *Publisher) applyKey(ctx context.Context, si *oriav1alpha1.ScopeInstance, ref oriav1alpha1.ConfigMapKeyReference, value string) (string, error) {
 	cm := &corev1.ConfigMap{}
 	err := p.Cache.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, cm)
 	switch {
-	case err == nil && Current(cm, cm.Data, instance, ref, value):
-		return "", nil
-	case err != nil && !apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err):
+		if _, err := engine.CreateNew(ctx, p.Writer, Creation(si, ref), FieldOwner(si.Name)); err != nil {
+			return "", fmt.Errorf("creating ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
+		}
+	case err != nil:
 		return "", fmt.Errorf("reading ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
+	default:
+		if Shared(cm, si.UID, ref.KeyOrDefault()) {
+			if err := engine.Disown(ctx, p.Writer, cm, si.UID, FieldOwner(si.Name)); err != nil {
+				return "", fmt.Errorf("removing the ownerReference of ConfigMap %s/%s, in which others wrote keys: %w", ref.Namespace, ref.Name, err)
+			}
+		}
+		if Current(cm, cm.Data, si.Name, ref, value) {
+			return "", nil
+		}
 	}
-	conflict, err := engine.ApplyKey(ctx, p.Writer, ConfigMap(instance, ref, value), FieldOwner(instance))
+	conflict, err := engine.ApplyKey(ctx, p.Writer, ConfigMap(si.Name, ref, value), FieldOwner(si.Name))
 	if conflict {
 		return fmt.Sprintf("key %q of ConfigMap %s/%s is managed by someone else (%s)", ref.KeyOrDefault(), ref.Namespace, ref.Name, err), nil
 	}
@@ -178,11 +195,20 @@ func (p *Publisher) restart(ctx context.Context, instance, namespace string, sel
 	return out, nil
 }
 
-// Withdraw removes what instance wrote into every ConfigMap it publishes
-// into other than keep (nil: all of them, for a deleted instance or a
-// removed publication), and deletes a ConfigMap oria created once nothing
-// is left in it.
+// Withdraw removes what instance, deleted (gone, or being deleted), wrote into every
+// ConfigMap it publishes into other than keep (nil: all of them). It
+// deletes no ConfigMap: an instance known only by its name (the annotation
+// that records it can be written by anyone who may patch the ConfigMap)
+// proves nothing, and the garbage collector deletes the ConfigMaps oria
+// created for it (their ownerReference names it).
 func (p *Publisher) Withdraw(ctx context.Context, instance string, keep *oriav1alpha1.ConfigMapKeyReference) error {
+	return p.withdraw(ctx, instance, "", keep)
+}
+
+// withdraw is Withdraw for the instance with this UID ("" for one that no
+// longer exists): a ConfigMap oria created for that very instance is then
+// deleted once nothing is left in it, or disowned (Dispose).
+func (p *Publisher) withdraw(ctx context.Context, instance string, uid types.UID, keep *oriav1alpha1.ConfigMapKeyReference) error {
 	var list corev1.ConfigMapList
 	if err := p.Cache.List(ctx, &list, client.MatchingLabelsSelector{Selector: lookup.PublishedSelector()}); err != nil {
 		return fmt.Errorf("listing the ConfigMaps oria publishes into: %w", err)
@@ -195,14 +221,15 @@ func (p *Publisher) Withdraw(ctx context.Context, instance string, keep *oriav1a
 		if keep != nil && keep.Namespace == cm.Namespace && keep.Name == cm.Name {
 			continue
 		}
-		if err := p.withdrawFrom(ctx, instance, cm.Namespace, cm.Name); err != nil {
+		if err := p.withdrawFrom(ctx, instance, uid, cm); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (p *Publisher) withdrawFrom(ctx context.Context, instance, namespace, name string) error {
+func (p *Publisher) withdrawFrom(ctx context.Context, instance string, uid types.UID, cached *corev1.ConfigMap) error {
+	namespace, name := cached.Namespace, cached.Name
 	gone, err := engine.Withdraw(ctx, p.Writer, Withdrawal(namespace, name), FieldOwner(instance))
 	if gone {
 		return nil
@@ -210,8 +237,13 @@ func (p *Publisher) withdrawFrom(ctx context.Context, instance, namespace, name 
 	if err != nil {
 		return fmt.Errorf("withdrawing from ConfigMap %s/%s: %w", namespace, name, err)
 	}
-	// The API server's copy, with managedFields: did anyone but oria ever
-	// write it?
+	// The ownerReference is set when oria creates the ConfigMap and never
+	// added later: one the cache does not show it on is not oria's to
+	// delete.
+	if !OwnedBy(cached.OwnerReferences, uid) {
+		return nil
+	}
+	// The API server's copy after the withdrawal, with managedFields.
 	cm := &corev1.ConfigMap{}
 	if err := p.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -219,11 +251,16 @@ func (p *Publisher) withdrawFrom(ctx context.Context, instance, namespace, name 
 		}
 		return fmt.Errorf("reading ConfigMap %s/%s: %w", namespace, name, err)
 	}
-	if !Disposable(cm.Data, cm.BinaryData, cm.ManagedFields) {
-		return nil
-	}
-	if err := engine.DeleteUnchanged(ctx, p.Writer, cm); err != nil {
-		return fmt.Errorf("deleting ConfigMap %s/%s, which oria created and which is now empty: %w", namespace, name, err)
+	switch Dispose(cm, uid) {
+	case Delete:
+		if err := engine.DeleteUnchanged(ctx, p.Writer, cm); err != nil {
+			return fmt.Errorf("deleting ConfigMap %s/%s, which oria created and which is now empty: %w", namespace, name, err)
+		}
+	case Disown:
+		if err := engine.Disown(ctx, p.Writer, cm, uid, FieldOwner(instance)); err != nil {
+			return fmt.Errorf("removing the ownerReference of ConfigMap %s/%s, which holds what others wrote: %w", namespace, name, err)
+		}
+	case Keep:
 	}
 	return nil
 }
