@@ -46,6 +46,7 @@ const (
 	Conflicts               = "oria_conflicts"
 	WritesTotal             = "oria_writes_total"
 	WriteErrorsTotal        = "oria_write_errors_total"
+	OrphansDeletedTotal     = "oria_orphans_deleted_total"
 	NamespaceBindingLatency = "oria_namespace_binding_latency_seconds"
 )
 
@@ -63,6 +64,10 @@ var (
 	writeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: WriteErrorsTotal,
 		Help: "RBAC object writes the API server refused, by kind and the API server's reason (Forbidden, Invalid, ...; Unknown for an error without one).",
+	}, []string{"kind", "reason"})
+	orphansDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: OrphansDeletedTotal,
+		Help: "Objects oria created whose owner was gone (or replaced under the same name), deleted by the sweep, by kind and reason (OwnerGone, OwnerReplaced, NoLabelledOwner).",
 	}, []string{"kind", "reason"})
 	bindingLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    NamespaceBindingLatency,
@@ -95,6 +100,12 @@ func ObserveWrites(kind string, outcomes []engine.Outcome) {
 	}
 }
 
+// OrphanDeleted counts one deletion by the sweep (package
+// controller/orphans) of an object of kind whose owner is gone, for reason.
+func OrphanDeleted(kind, reason string) {
+	orphansDeleted.WithLabelValues(kind, reason).Inc()
+}
+
 // errorReason is the API server's reason for a refused write (Forbidden,
 // Invalid, Conflict, ...), or Unknown.
 func errorReason(err error) string {
@@ -115,7 +126,7 @@ var registerOnce sync.Once
 func Register(r client.Reader) error {
 	var err error
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{writes, writeErrors, bindingLatency, NewCollector(r)} {
+		for _, c := range []prometheus.Collector{writes, writeErrors, orphansDeleted, bindingLatency, NewCollector(r)} {
 			if err = crmetrics.Registry.Register(c); err != nil {
 				return
 			}

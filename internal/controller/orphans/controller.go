@@ -38,6 +38,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/lookup"
+	"github.com/operator-framework/oria/internal/metrics"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -112,9 +113,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := registerMetrics(); err != nil {
-		return err
-	}
 	r := &Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -183,7 +181,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (ctrl.Result, e
 	// No Event: an Event belongs to an object, and the owner is gone.
 	ctrl.LoggerFrom(ctx).Info("deleted an object oria created whose owner is gone",
 		"kind", req.Kind, "namespace", req.Namespace, "name", req.Name, "uid", live.GetUID(), "owner", claim.String(), "reason", v.Reason)
-	deleted.WithLabelValues(req.Kind, v.Reason).Inc()
+	metrics.OrphanDeleted(req.Kind, v.Reason)
 	return ctrl.Result{}, nil
 }
 
