@@ -35,11 +35,17 @@ const (
 	// its inline ClusterRoles exist while instances use it.
 	ReasonValid = "Valid"
 	// ReasonProgressing (Ready=False): oria is still creating or removing
-	// objects, or waits for something it depends on to converge.
+	// objects, or waits for something it depends on to converge (on an
+	// RBACPolicy: a generated ClusterRole that does not exist yet, or that
+	// someone changed and the extension controller is restoring, is not
+	// bound until it is as oria generates it).
 	ReasonProgressing = "Progressing"
 	// ReasonConflict: an object with the name oria would use exists and was
 	// not created by oria (or belongs to another owner); it is left alone and
-	// named in the message.
+	// named in the message. On an RBACPolicy it also names a ClusterRole
+	// under a generated name that is neither oria's (exactly as generated)
+	// nor a bundle role of the extension: the policy never binds it, and
+	// binds the others.
 	ReasonConflict = "Conflict"
 	// ReasonBundleRoleTooBroad (RBACManaged=False): a ClusterRole the
 	// extension's bundle provides under one of the generated names grants

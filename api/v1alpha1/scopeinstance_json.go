@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -80,7 +81,9 @@ func decodeNamespaceSelector(data json.RawMessage) (*metav1.LabelSelector, error
 			// selector fails and the message names the key and the value.
 			// The raw JSON alone would be valid for a number and silently
 			// match the label "5".
-			value = "non-string value " + string(fields[k])
+			// Invalid UTF-8 is replaced as encoding/json does, so the
+			// decoded spec encodes and decodes to itself.
+			value = "non-string value " + strings.ToValidUTF8(string(fields[k]), "\uFFFD")
 		}
 		sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
 			Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{value},

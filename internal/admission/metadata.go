@@ -21,6 +21,11 @@ type change struct {
 	// grants: a create, a spec change, or a change of who owns spec fields
 	// (server-side apply): the spec is checked for the requester.
 	grants bool
+	// spec: a create, or a change of the spec itself. Only then is the spec
+	// checked for errors (SpecErrors): an object stored invalid before that
+	// check existed still takes any other update, a finalizer's removal
+	// included.
+	spec bool
 	// authority lists changes of ownership metadata (ownership.AuthorityChanges).
 	authority []string
 	// compiledFrom names the RBACPolicy the object (before the change, or
@@ -39,13 +44,14 @@ func (c change) needsCheck() bool {
 func classify(old, obj client.Object) change {
 	c := change{authority: ownership.AuthorityChanges(old, obj), compiledFrom: ownership.CompiledFrom(obj)}
 	if old == nil {
-		c.grants, c.changed = true, true
+		c.grants, c.spec, c.changed = true, true, true
 		return c
 	}
 	if from := ownership.CompiledFrom(old); from != "" {
 		c.compiledFrom = from
 	}
-	c.grants = !equality.Semantic.DeepEqual(specOf(old), specOf(obj)) ||
+	c.spec = !equality.Semantic.DeepEqual(specOf(old), specOf(obj))
+	c.grants = c.spec ||
 		!equality.Semantic.DeepEqual(specOwners(old.GetManagedFields()), specOwners(obj.GetManagedFields()))
 	c.changed = c.grants || !equality.Semantic.DeepEqual(userMeta(old), userMeta(obj))
 	return c

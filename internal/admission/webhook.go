@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/publish"
 )
 
 // Path is the URL path the guard is served at.
@@ -116,40 +115,22 @@ func (g *Guard) Handle(ctx context.Context, req admission.Request) admission.Res
 // server-side apply (taking co-ownership of a grant is asserting it), a
 // change of the metadata oria derives ownership from, and any change of a
 // policy's compiled objects. Everything else (an unrelated label, an
-// annotation) is admitted without a review.
+// annotation) is admitted without a review. A create or a spec change that
+// the controller would call a spec error is refused first, for everyone
+// (SpecErrors).
 func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, error) {
-	var obj, old client.Object
-	switch req.Kind.Kind {
-	case "ScopeTemplate":
-		obj, old = &oriav1alpha1.ScopeTemplate{}, &oriav1alpha1.ScopeTemplate{}
-	case "ScopeInstance":
-		obj, old = &oriav1alpha1.ScopeInstance{}, &oriav1alpha1.ScopeInstance{}
-	case "RBACPolicy":
-		obj, old = &oriav1alpha1.RBACPolicy{}, &oriav1alpha1.RBACPolicy{}
-	default:
-		// Not one of oria's kinds: the webhook configuration does not send
-		// them; admit rather than guess.
-		return nil, nil
-	}
-	if err := g.decoder.DecodeRaw(req.Object, obj); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", req.Kind.Kind, err)
-	}
-	if req.Operation == admissionv1.Update {
-		if err := g.decoder.DecodeRaw(req.OldObject, old); err != nil {
-			return nil, fmt.Errorf("decoding the old %s: %w", req.Kind.Kind, err)
-		}
-	} else {
-		old = nil
+	old, obj, err := g.decode(req)
+	if err != nil || obj == nil {
+		return nil, err
 	}
 	c := classify(old, obj)
 	if !c.needsCheck() {
 		return nil, nil
 	}
-	if si, ok := obj.(*oriav1alpha1.ScopeInstance); ok && c.grants {
-		// Invalid for everyone, admins included: such restart labels could
-		// select nothing (package publish).
-		if err := publish.Validate(si.Spec.Publication); err != nil {
-			return []string{err.Error()}, nil
+	if c.spec {
+		// Invalid for everyone, admins included (see SpecErrors).
+		if problems := SpecErrors(obj); len(problems) > 0 {
+			return problems, nil
 		}
 	}
 	// Whether the requester may do everything (then nothing else matters)
@@ -172,6 +153,33 @@ func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, err
 		return nil, u.err
 	}
 	return problems, err
+}
+
+// decode decodes the object of req (and the old one on update; old is nil
+// on create). Both are nil for a kind that is not one of oria's: the
+// webhook configuration does not send them; they are admitted rather than
+// guessed at.
+func (g *Guard) decode(req admission.Request) (old, obj client.Object, err error) {
+	switch req.Kind.Kind {
+	case "ScopeTemplate":
+		obj, old = &oriav1alpha1.ScopeTemplate{}, &oriav1alpha1.ScopeTemplate{}
+	case "ScopeInstance":
+		obj, old = &oriav1alpha1.ScopeInstance{}, &oriav1alpha1.ScopeInstance{}
+	case "RBACPolicy":
+		obj, old = &oriav1alpha1.RBACPolicy{}, &oriav1alpha1.RBACPolicy{}
+	default:
+		return nil, nil, nil
+	}
+	if err := g.decoder.DecodeRaw(req.Object, obj); err != nil {
+		return nil, nil, fmt.Errorf("decoding %s: %w", req.Kind.Kind, err)
+	}
+	if req.Operation != admissionv1.Update {
+		return nil, obj, nil
+	}
+	if err := g.decoder.DecodeRaw(req.OldObject, old); err != nil {
+		return nil, nil, fmt.Errorf("decoding the old %s: %w", req.Kind.Kind, err)
+	}
+	return old, obj, nil
 }
 
 // checkRestricted checks a change by a user who may not do everything.

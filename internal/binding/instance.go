@@ -24,6 +24,9 @@ type Namespace struct {
 	// object can be created in it any more, and the namespace controller
 	// deletes what is in it.
 	Terminating bool
+	// UID identifies the namespace: one deleted and created again under
+	// the same name has another (see PinNamespaces).
+	UID string
 }
 
 // Targets is where an instance binds its template.
@@ -32,8 +35,9 @@ type Targets struct {
 	// namespaceSelector: the roles are bound with ClusterRoleBindings.
 	Cluster bool
 	// Namespaces are the existing, non-terminating target namespaces,
-	// sorted: the union of the listed namespaces and those the selector
-	// matches.
+	// sorted: the listed namespaces or those the selector matches (the
+	// schema makes the two exclusive; an object stored before that rule,
+	// with both, gets the union).
 	Namespaces []string
 	// Terminating are target namespaces that are being deleted, sorted. oria
 	// creates nothing in them and leaves their bindings to the namespace
@@ -41,6 +45,9 @@ type Targets struct {
 	Terminating []string
 	// Missing are listed namespaces that do not exist, sorted.
 	Missing []string
+	// Recreated are listed namespaces deleted and created again since the
+	// spec was written (see PinNamespaces), sorted: not bound.
+	Recreated []string
 }
 
 // Selector parses an instance's namespaceSelector; nil when it has none. An

@@ -73,11 +73,7 @@ func Compile(policy *oriav1alpha1.RBACPolicy, crdNames []string) Compiled {
 		return c
 	}
 	name := ObjectName(policy.Name)
-	owner := ownership.Ref(ownership.KindRBACPolicy, policy.Name, policy.UID)
-	// No blockOwnerDeletion: it would need update on rbacpolicies/finalizers,
-	// and a policy's deletion never waits for its compiled objects.
-	owner.BlockOwnerDeletion = nil
-	meta := metav1.ObjectMeta{Name: name, Labels: ownership.PolicyLabels(policy.Name), OwnerReferences: []metav1.OwnerReference{owner}}
+	meta := compiledMeta(policy)
 
 	roles := make([]oriav1alpha1.ClusterRoleTemplate, 0, len(c.APIs)*3)
 	for _, crd := range c.APIs {
@@ -108,6 +104,16 @@ func Compile(policy *oriav1alpha1.RBACPolicy, crdNames []string) Compiled {
 		Spec:       spec,
 	}
 	return c
+}
+
+// compiledMeta is the metadata of the objects compiled from policy: their
+// name, the policy's labels and its controller reference.
+func compiledMeta(policy *oriav1alpha1.RBACPolicy) metav1.ObjectMeta {
+	owner := ownership.Ref(ownership.KindRBACPolicy, policy.Name, policy.UID)
+	// No blockOwnerDeletion: it would need update on rbacpolicies/finalizers,
+	// and a policy's deletion never waits for its compiled objects.
+	owner.BlockOwnerDeletion = nil
+	return metav1.ObjectMeta{Name: ObjectName(policy.Name), Labels: ownership.PolicyLabels(policy.Name), OwnerReferences: []metav1.OwnerReference{owner}}
 }
 
 // coveredAPIs returns the CRD names among crdNames that refs select (all

@@ -2,18 +2,22 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/reconciler"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -92,6 +96,7 @@ func TestAttenuatedScopeInstance(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond)
 	t.Log(meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady).Message)
 	assert.Empty(t, si.Status.BoundNamespaces, "no namespace has every binding")
+	forbiddenWarningArrives(t, si)
 	for _, ns := range []string{"widgets-a", "widgets-b", "widgets-c"} {
 		assert.False(t, can(t, operator("get", "secrets", ns)), "secrets granted in %s beyond the ceiling", ns)
 	}
@@ -169,4 +174,33 @@ func TestAttenuatedRBACPolicy(t *testing.T) {
 		}
 	}, time.Minute, 200*time.Millisecond)
 	assert.False(t, can(t, dora(n2)), "granted beyond the ceiling in %s", n2)
+}
+
+// forbiddenWarningArrives checks the documented Warning event of a Forbidden
+// instance: its Ready message (every refused permission of the ceiling) is
+// longer than the API server lets an Event's note be, so the event carries
+// it cut to the limit, marked with "…", while the condition keeps the full
+// text.
+func forbiddenWarningArrives(t *testing.T, si *oriav1alpha1.ScopeInstance) {
+	t.Helper()
+	full := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady).Message
+	require.Greater(t, len(full), reconciler.MaxEventNote, "the Forbidden message must exceed an Event's limit for this check to mean anything")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var list eventsv1.EventList
+		require.NoError(c, k8sClient.List(context.Background(), &list))
+		var notes []string
+		for _, e := range list.Items {
+			if e.Type == corev1.EventTypeWarning && e.Regarding.UID == si.UID && e.Reason == oriav1alpha1.ReasonForbidden {
+				notes = append(notes, e.Note)
+			}
+		}
+		if assert.NotEmpty(c, notes, "no Warning event Forbidden for ScopeInstance %s", si.Name) {
+			for _, n := range notes {
+				assert.LessOrEqual(c, len(n), reconciler.MaxEventNote)
+				assert.True(c, utf8.ValidString(n))
+				assert.True(c, strings.HasSuffix(n, "…"), "the note is marked as cut: %q", n)
+				assert.Contains(c, n, "system:serviceaccount:widget-system:widget-ceiling")
+			}
+		}
+	}, time.Minute, 200*time.Millisecond)
 }

@@ -70,11 +70,13 @@ func TestGuardDelegation(t *testing.T) {
 
 	// A change that leaves the spec alone is not checked.
 	require.NoError(t, userUpdate(t, asCarol, si, func() { si.Labels = map[string]string{"team": "a"} }))
-	// Widening is refused: another namespace, or a selector (which can
-	// reach any namespace, so it is checked cluster-wide).
+	// Widening is refused: another namespace, or a selector instead of the
+	// list (a selector can reach any namespace, so it is checked
+	// cluster-wide).
 	refused(t, userUpdate(t, asCarol, si, func() { si.Spec.Namespaces = []string{teamA, teamB} }),
 		`may not bind ClusterRole "edit" in namespace "`+teamB+`"`)
 	refused(t, userUpdate(t, asCarol, si, func() {
+		si.Spec.Namespaces = nil
 		si.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": teamA}}
 	}), `may not bind ClusterRole "edit" cluster-wide`)
 	// Nor may carol make the template grant more where it is bound.

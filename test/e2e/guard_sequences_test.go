@@ -148,10 +148,11 @@ func TestGuardSequenceCompiledObjects(t *testing.T) {
 	name := policymodel.ObjectName(p.Name)
 
 	// Case 2: point the compiled instance at a harmless template, with a
-	// selector of every namespace.
+	// selector of every namespace (instead of its list: the two are
+	// exclusive).
 	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	err := as.Patch(ctx, si, client.RawPatch(types.MergePatchType,
-		fmt.Appendf(nil, `{"spec":{"scopeTemplateName":%q,"namespaceSelector":{}}}`, tmpl.Name)))
+		fmt.Appendf(nil, `{"spec":{"scopeTemplateName":%q,"namespaces":null,"namespaceSelector":{}}}`, tmpl.Name)))
 	refused(t, err, `may not write ScopeInstance "`+name+`": it is compiled from RBACPolicy "`+p.Name+`"`)
 
 	// Case 3: co-own the namespaces with server-side apply, spec unchanged.

@@ -10,6 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -115,8 +116,11 @@ func TestScopeInstanceStory(t *testing.T) {
 
 // TestScopeSamples applies the ScopeTemplate and ScopeInstance samples (the
 // design document's example): the ServiceAccount foo-service-account of
-// namespaces foo and bar, and of every namespace labelled fooKey=barValue,
-// may manage pods and services there.
+// namespaces foo and bar may manage pods and services there; with the
+// document's selector instead of the list (`namespaceSelector: {fooKey:
+// barValue}`, bare labels), so may that of every namespace labelled
+// fooKey=barValue, and no longer those of foo and bar. Both together are
+// refused.
 func TestScopeSamples(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
@@ -140,10 +144,24 @@ func TestScopeSamples(t *testing.T) {
 	applySample(t, "scopetemplate.yaml")
 	applySample(t, "scopeinstance.yaml")
 	got := waitScopeInstanceReady(t, "foo")
-	assert.ElementsMatch(t, []string{"foo", "bar", labelled}, got.Status.BoundNamespaces)
-	eventuallyAccess(t, true,
-		fooSA("list", "pods", "foo"), fooSA("delete", "pods", "bar"), fooSA("create", "services", labelled))
-	eventuallyAccess(t, false, fooSA("list", "pods", unlabelled), fooSA("list", "secrets", "foo"))
+	assert.ElementsMatch(t, []string{"foo", "bar"}, got.Status.BoundNamespaces)
+	eventuallyAccess(t, true, fooSA("list", "pods", "foo"), fooSA("delete", "pods", "bar"))
+	eventuallyAccess(t, false, fooSA("list", "pods", labelled), fooSA("list", "secrets", "foo"))
+
+	// The document's selector, added to the list as it writes it: refused,
+	// naming both fields.
+	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "foo"}}
+	err := k8sClient.Patch(ctx, si, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"namespaceSelector":{"fooKey":"barValue"}}}`)))
+	invalid(t, err, "spec.namespaceSelector", "namespaces and namespaceSelector are mutually exclusive")
+	// Instead of the list: the labelled namespace, and only it.
+	require.NoError(t, k8sClient.Patch(ctx, si, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"namespaces":null,"namespaceSelector":{"fooKey":"barValue"}}}`))))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got := &oriav1alpha1.ScopeInstance{}
+		require.NoError(c, k8sClient.Get(ctx, client.ObjectKey{Name: "foo"}, got))
+		assert.Equal(c, []string{labelled}, got.Status.BoundNamespaces)
+	}, testutil.Timeout, testutil.Interval)
+	eventuallyAccess(t, true, fooSA("create", "services", labelled))
+	eventuallyAccess(t, false, fooSA("list", "pods", unlabelled), fooSA("list", "pods", "foo"), fooSA("list", "secrets", labelled))
 
 	// The generated role and the bindings are owned as documented.
 	st := &oriav1alpha1.ScopeTemplate{}

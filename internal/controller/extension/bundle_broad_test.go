@@ -16,6 +16,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/extension"
+	"github.com/operator-framework/oria/internal/genroles"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/testutil"
 	"github.com/operator-framework/oria/test/localcluster"
@@ -84,7 +85,7 @@ func TestBundleRoleTooBroad(t *testing.T) {
 	crd := "foos." + g
 	ce := newExtension(t, legacy)
 	viewName := names.ExtensionRole(crd, names.RoleView)
-	bundleRole(t, ce.Name, crd, names.RoleView, nil, append(extension.RoleRules(crd, names.RoleView), broadRule)...)
+	bundleRole(t, ce.Name, crd, names.RoleView, nil, append(genroles.Rules(crd, names.RoleView), broadRule)...)
 	addCRD(t, ce.Name, crd)
 
 	cond := waitCondition(t, ce.Name, metav1.ConditionFalse, oriav1alpha1.ReasonBundleRoleTooBroad, viewName, `"secrets"`,

@@ -12,6 +12,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/extension"
+	"github.com/operator-framework/oria/internal/genroles"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/testutil"
 )
@@ -30,7 +31,7 @@ func bundleRole(t *testing.T, ext, crd string, kind names.RoleKind, labels map[s
 		l[k] = v
 	}
 	if len(rules) == 0 {
-		rules = extension.RoleRules(crd, kind)
+		rules = genroles.Rules(crd, kind)
 	}
 	cr := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: names.ExtensionRole(crd, kind), Labels: l, Annotations: map[string]string{"bundle": "yes"}},

@@ -136,7 +136,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Client:                mgr.GetClient(),
 		APIReader:             mgr.GetAPIReader(),
 		BundleRoles:           bundleCache,
-		Recorder:              mgr.GetEventRecorder(RecorderName),
+		Recorder:              reconciler.LimitEvents(mgr.GetEventRecorder(RecorderName)),
 		DefaultMode:           opts.DefaultMode,
 		ConflictRetryInterval: opts.ConflictRetryInterval,
 		APIScopes:             opts.APIScopes,

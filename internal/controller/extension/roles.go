@@ -7,12 +7,12 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/genroles"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/ownership"
 )
@@ -44,31 +44,6 @@ var exclusiveLabels = []string{
 type Extension struct {
 	Name string
 	UID  types.UID
-}
-
-// RoleRules returns the policy rules of the role of kind k for the CRD named
-// crd (design.md, "role rules").
-func RoleRules(crd string, k names.RoleKind) []rbacv1.PolicyRule {
-	plural, group := names.SplitCRDName(crd)
-	rule := func(verbs ...string) []rbacv1.PolicyRule {
-		return []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: []string{plural}, Verbs: verbs}}
-	}
-	switch k {
-	case names.RoleAdmin:
-		return rule(rbacv1.VerbAll)
-	case names.RoleEdit:
-		return rule("create", "update", "patch", "delete")
-	case names.RoleView:
-		return rule("get", "list", "watch")
-	case names.RoleViewCRDView:
-		return []rbacv1.PolicyRule{{
-			APIGroups:     []string{apiextensionsv1.GroupName},
-			Resources:     []string{"customresourcedefinitions"},
-			ResourceNames: []string{crd},
-			Verbs:         []string{"get"},
-		}}
-	}
-	return nil
 }
 
 // managedMode reports whether oria generates roles in mode.
@@ -106,7 +81,7 @@ func DesiredRoles(ext Extension, crds []string, mode oriav1alpha1.RBACMode, bund
 					Annotations:     map[string]string{oriav1alpha1.AnnotationCRD: crd},
 					OwnerReferences: []metav1.OwnerReference{ownership.ExtensionRef(ext.Name, ext.UID)},
 				},
-				Rules: RoleRules(crd, k),
+				Rules: genroles.Rules(crd, k),
 			})
 		}
 	}

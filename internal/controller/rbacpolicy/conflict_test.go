@@ -85,6 +85,7 @@ func TestCompiledObjectsAreRestored(t *testing.T) {
 	ctx := context.Background()
 	ext, group := installed(t, oriav1alpha1.RBACModeFineGrained, "drift", "gears")
 	p := newPolicy(t, ext.Name, oriav1alpha1.AccessView)
+	eventuallyTemplateRoles(t, p.Name, "gears."+group+"-view", "gears."+group+"-view-crdview")
 	want := getTemplate(t, p.Name)
 
 	for _, edit := range []func(*oriav1alpha1.ScopeTemplate){

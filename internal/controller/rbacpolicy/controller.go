@@ -18,6 +18,7 @@ import (
 	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +35,7 @@ import (
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/olm"
+	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/reconciler"
 	"github.com/operator-framework/oria/internal/watch"
 )
@@ -110,7 +112,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	r := &Reconciler{
 		Client:      mgr.GetClient(),
 		APIReader:   mgr.GetAPIReader(),
-		Recorder:    mgr.GetEventRecorder(RecorderName),
+		Recorder:    reconciler.LimitEvents(mgr.GetEventRecorder(RecorderName)),
 		DefaultMode: opts.DefaultMode,
 
 		ConflictRecheckInterval: cmp.Or(opts.ConflictRecheckInterval, DefaultRecheckInterval),
@@ -134,6 +136,13 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Watches(&ocv1.ClusterExtension{}, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request { return r.policiesOf(ctx, o.GetName()) }),
 			builder.WithPredicates(watch.ExtensionChanged())).
+		// oria's generated roles (the cache holds only oria's): one created,
+		// changed, restored or deleted is judged again by the policies of
+		// its extension (roles.go).
+		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(
+			func(ctx context.Context, o client.Object) []reconcile.Request {
+				return r.policiesOf(ctx, ownership.ControllerOf(o.GetOwnerReferences(), ocv1.GroupVersion.Group, ocv1.ClusterExtensionKind))
+			})).
 		WatchesMetadata(lookup.CRDMetadata(), handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.policiesOf(ctx, olm.ExtensionOf(o))
@@ -163,6 +172,7 @@ func (r *Reconciler) policiesOf(ctx context.Context, extension string) []reconci
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopetemplates;scopeinstances,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterextensions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile compiles one policy and reports its state (the steps below,
@@ -192,26 +202,28 @@ func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.RBAC
 }
 
 // Requeue looks again soon while the API server's discovery is pending, and
-// after the recheck interval at a conflict (an object oria does not watch).
+// after the recheck interval at a conflict or a withheld role that is not a
+// bundle's (objects oria's caches may not show: a hand-made role going away
+// or being fixed lets the policy bind within the interval).
 func (r *Reconciler) Requeue(p *plan, out result) time.Duration {
 	recheck := cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
 	if p.scopesPending {
 		return min(lookup.ScopesRecheck, recheck)
 	}
-	return reconciler.RecheckIf(out.conflict != "", recheck)
+	return reconciler.RecheckIf(out.conflict != "" || len(p.foreign) > 0 || len(p.pending) > 0, recheck)
 }
 
-func describeTarget(policy *oriav1alpha1.RBACPolicy) string {
+func describeInstance(si *oriav1alpha1.ScopeInstance) string {
 	switch {
-	case len(policy.Spec.Namespaces) == 0 && policy.Spec.NamespaceSelector == nil:
+	case len(si.Spec.Namespaces) == 0 && si.Spec.NamespaceSelector == nil:
 		return "the whole cluster"
-	case policy.Spec.NamespaceSelector == nil:
-		return fmt.Sprintf("namespaces %s", strings.Join(policy.Spec.Namespaces, ", "))
+	case si.Spec.NamespaceSelector == nil:
+		return fmt.Sprintf("namespaces %s", strings.Join(si.Spec.Namespaces, ", "))
 	default:
-		sel, _ := metav1.LabelSelectorAsSelector(policy.Spec.NamespaceSelector)
-		if len(policy.Spec.Namespaces) == 0 {
+		sel, _ := metav1.LabelSelectorAsSelector(si.Spec.NamespaceSelector)
+		if len(si.Spec.Namespaces) == 0 {
 			return fmt.Sprintf("namespaces matching %q", sel.String())
 		}
-		return fmt.Sprintf("namespaces %s and those matching %q", strings.Join(policy.Spec.Namespaces, ", "), sel.String())
+		return fmt.Sprintf("namespaces %s and those matching %q", strings.Join(si.Spec.Namespaces, ", "), sel.String())
 	}
 }

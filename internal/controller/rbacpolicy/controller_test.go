@@ -24,8 +24,9 @@ func TestCompilesAndMirrorsInstance(t *testing.T) {
 	p := newPolicy(t, ext.Name, oriav1alpha1.AccessEdit)
 
 	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
+	// Bound as soon as the extension controller has generated the roles.
+	eventuallyTemplateRoles(t, p.Name, "widgets."+group+"-edit", "widgets."+group+"-view", "widgets."+group+"-view-crdview")
 	st := getTemplate(t, p.Name)
-	assert.Equal(t, []string{"widgets." + group + "-edit", "widgets." + group + "-view", "widgets." + group + "-view-crdview"}, templateRoles(st))
 	assert.Equal(t, []rbacv1.Subject{{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "developers"}}, st.Spec.BindingTemplate.Subjects)
 	si := &oriav1alpha1.ScopeInstance{}
 	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Name: policymodel.ObjectName(p.Name)}, si))
@@ -108,7 +109,7 @@ func TestUnmanagedExtensionRevokes(t *testing.T) {
 	testutil.SetRBACMode(t, k8sClient, ext.Name, "Sometimes")
 	got = waitReady(t, p.Name, oriav1alpha1.ReasonInvalidMode)
 	assert.Contains(t, readyMessage(got), `invalid oria.operatorframework.io/rbac-mode annotation "Sometimes"`)
-	assert.Contains(t, readyMessage(got), "the grant in force stays, in 1 namespaces")
+	assert.Contains(t, readyMessage(got), "the grant in force stays, in 1 namespace")
 	getTemplate(t, p.Name)
 
 	testutil.SetRBACMode(t, k8sClient, ext.Name, oriav1alpha1.RBACModeUnmanaged)
@@ -121,7 +122,7 @@ func TestUpgradeAddsAndRemovesAPIs(t *testing.T) {
 	ext, group := installed(t, oriav1alpha1.RBACModeFineGrained, "upgrade", "alphas")
 	p := newPolicy(t, ext.Name, oriav1alpha1.AccessAdmin)
 	waitReady(t, p.Name, oriav1alpha1.ReasonProgressing)
-	assert.Equal(t, []string{"alphas." + group + "-admin", "alphas." + group + "-view-crdview"}, templateRoles(getTemplate(t, p.Name)))
+	eventuallyTemplateRoles(t, p.Name, "alphas."+group+"-admin", "alphas."+group+"-view-crdview")
 
 	// An upgrade adds an API: the policy covers it without being edited.
 	crd := testutil.CRD(group, "betas", "Beta", ext.Name)

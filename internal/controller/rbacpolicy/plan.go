@@ -3,19 +3,16 @@ package rbacpolicy
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/bundlerole"
 	"github.com/operator-framework/oria/internal/lookup"
-	"github.com/operator-framework/oria/internal/olm"
+	"github.com/operator-framework/oria/internal/ownership"
 	policymodel "github.com/operator-framework/oria/internal/policy"
 )
 
@@ -23,55 +20,54 @@ import (
 type decision int
 
 const (
-	// decisionKeep leaves the compiled objects as they are: a spec error
-	// the admin must fix, or an extension whose mode annotation is invalid
-	// (a typo never revokes access by surprise).
-	decisionKeep decision = iota
 	// decisionRevoke removes them: the policy grants nothing now.
-	decisionRevoke
+	decisionRevoke decision = iota
 	// decisionApply writes them and mirrors the ScopeInstance.
 	decisionApply
+	// decisionNarrow keeps of them what the current spec still allows
+	// (policy.Narrow): the spec has an error, or the extension's mode
+	// annotation is invalid. A typo never revokes access by surprise, and
+	// an admin's narrowing always lands.
+	decisionNarrow
 )
 
 // plan is what one reconcile of a policy read and decided.
 type plan struct {
 	decision decision
-	// reason and message explain a keep or revoke decision (the Ready
+	// reason and message explain a revoke or narrow decision (the Ready
 	// condition's reason and message).
 	reason, message string
-	// compiled is the policy compiled against its extension's APIs
-	// (decisionApply, and APINotFound revocations).
+	// compiled is the policy compiled against its extension's APIs, less
+	// the roles it may not bind (decisionApply, and APINotFound
+	// revocations).
 	compiled policymodel.Compiled
+	// narrowed is what a decisionNarrow keeps.
+	narrowed policymodel.Narrowed
 	// clusterScoped are the covered APIs that are cluster-scoped, for a
 	// policy that grants in namespaces (where RoleBindings cannot reach
 	// them).
 	clusterScoped []string
-	// withheld says why bundle-provided roles the policy would bind are not
-	// bound: they reach beyond their extension (package bundlerole).
-	withheld []string
+	// The roles the policy would bind that are withheld (roles.go), each
+	// with why: tooBroad are bundle-provided roles that reach beyond their
+	// extension (package bundlerole); foreign are roles under a generated
+	// name that are neither oria's nor the bundle's (a Conflict); pending
+	// are roles that do not exist yet, or oria's roles that someone changed
+	// and the extension controller is restoring.
+	tooBroad, foreign, pending []string
 	// scopesPending is set when discovery does not know a covered API yet
 	// (its CRD was just created): look again soon.
 	scopesPending bool
 }
 
-// Gather validates the policy, reads its extension and that extension's
-// APIs from the cache, and decides.
+// Gather validates the policy, reads its extension, that extension's APIs
+// and the ClusterRoles it would bind, and decides.
 func (r *Reconciler) Gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy) (*plan, error) {
-	keep := func(reason, msg string) (*plan, error) {
-		return &plan{decision: decisionKeep, reason: reason, message: msg}, nil
-	}
+	specReason, specMsg := specError(policy)
 	revoke := func(reason, msg string) (*plan, error) {
-		return &plan{decision: decisionRevoke, reason: reason, message: msg}, nil
-	}
-	// Spec errors are terminal and leave existing grants as they are: the
-	// admin fixes the policy, and a typo never revokes access by surprise.
-	if problems := policymodel.ValidateSubjects(policy.Spec.Subjects); len(problems) > 0 {
-		return keep(oriav1alpha1.ReasonInvalidSubject, strings.Join(problems, "; "))
-	}
-	if policy.Spec.NamespaceSelector != nil {
-		if _, err := metav1.LabelSelectorAsSelector(policy.Spec.NamespaceSelector); err != nil {
-			return keep(oriav1alpha1.ReasonInvalidSelector, fmt.Sprintf("spec.namespaceSelector: %v", err))
+		if specReason != "" {
+			reason, msg = specReason, specMsg+"; nothing is granted: "+msg
 		}
+		return &plan{decision: decisionRevoke, reason: reason, message: msg}, nil
 	}
 	ext := &ocv1.ClusterExtension{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: policy.Spec.ExtensionName}, ext); err != nil {
@@ -82,12 +78,7 @@ func (r *Reconciler) Gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 			fmt.Sprintf("ClusterExtension %q does not exist; access is granted once it is installed", policy.Spec.ExtensionName))
 	}
 	mode, valid := oriav1alpha1.EffectiveRBACMode(ext.Annotations, r.DefaultMode)
-	switch {
-	case !valid:
-		return keep(oriav1alpha1.ReasonInvalidMode,
-			fmt.Sprintf("ClusterExtension %q has an invalid %s annotation %q (Legacy, FineGrained or Unmanaged, case-sensitive); the grants in force are left unchanged until it is fixed",
-				ext.Name, oriav1alpha1.AnnotationRBACMode, ext.Annotations[oriav1alpha1.AnnotationRBACMode]))
-	case mode == oriav1alpha1.RBACModeUnmanaged:
+	if valid && mode == oriav1alpha1.RBACModeUnmanaged {
 		// Unmanaged means nobody but what the admin set up by hand: a
 		// policy's bindings would still grant bundle-provided roles, so
 		// they are removed.
@@ -100,14 +91,21 @@ func (r *Reconciler) Gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 		return nil, err
 	}
 	p := &plan{decision: decisionApply, compiled: policymodel.Compile(policy, crds)}
-	tooBroad, err := r.tooBroadBundleRoles(ctx, ext.Name, crds, p.compiled.Roles)
-	if err != nil {
+	apis := p.compiled.APIs
+	if err := r.judgeRoles(ctx, ext, crds, p); err != nil {
 		return nil, err
 	}
-	apis := p.compiled.APIs
-	if p.withheld = p.compiled.Withhold(tooBroad); len(apis) > 0 && p.compiled.Template == nil {
-		p.decision, p.reason = decisionRevoke, oriav1alpha1.ReasonBundleRoleTooBroad
-		p.message = "every ClusterRole this policy would bind is withheld: " + strings.Join(p.withheld, "; ")
+	switch {
+	case !valid:
+		return r.narrow(ctx, policy, p, oriav1alpha1.ReasonInvalidMode,
+			fmt.Sprintf("ClusterExtension %q has an invalid %s annotation %q (Legacy, FineGrained or Unmanaged, case-sensitive); the grants in force are kept, as far as the policy still allows them, until it is fixed",
+				ext.Name, oriav1alpha1.AnnotationRBACMode, ext.Annotations[oriav1alpha1.AnnotationRBACMode]))
+	case specReason != "":
+		return r.narrow(ctx, policy, p, specReason, specMsg)
+	}
+	if len(apis) > 0 && p.compiled.Template == nil {
+		p.decision, p.reason = decisionRevoke, p.withheldReason()
+		p.message = "every ClusterRole this policy would bind is withheld: " + strings.Join(p.withheld(), "; ")
 		return p, nil
 	}
 	namespaced := len(policy.Spec.Namespaces) > 0 || policy.Spec.NamespaceSelector != nil
@@ -128,33 +126,70 @@ func (r *Reconciler) Gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 	return p, nil
 }
 
-// tooBroadBundleRoles returns the bundle-provided roles among roles (the
-// ones the policy binds) that reach beyond the extension, with why. The
-// rules are read from the API server only when the extension's bundle
-// provides one of those roles (the bundle-role cache, metadata only, says
-// so); usually it provides none.
-func (r *Reconciler) tooBroadBundleRoles(ctx context.Context, ext string, crds, roles []string) (map[string]string, error) {
-	if len(roles) == 0 {
-		return nil, nil
+// specError returns the reason and message of what makes the policy's spec
+// unusable as it stands ("" when nothing does). The admission guard refuses
+// such writes; an object written before it did, or without it, is narrowed
+// (policy.Narrow), never left granting what its spec removed.
+func specError(policy *oriav1alpha1.RBACPolicy) (string, string) {
+	if problems := policymodel.ValidateSubjects(policy.Spec.Subjects); len(problems) > 0 {
+		return oriav1alpha1.ReasonInvalidSubject, strings.Join(problems, "; ")
 	}
-	owned := client.MatchingLabels(olm.OwnerLabels(ext))
-	if r.BundleRoles != nil {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("ClusterRoleList"))
-		if err := r.BundleRoles.List(ctx, list, owned); err != nil {
-			return nil, fmt.Errorf("listing the bundle-provided ClusterRoles of ClusterExtension %q: %w", ext, err)
-		}
-		if !slices.ContainsFunc(list.Items, func(m metav1.PartialObjectMetadata) bool { return slices.Contains(roles, m.Name) }) {
-			return nil, nil
+	if policy.Spec.NamespaceSelector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(policy.Spec.NamespaceSelector); err != nil {
+			return oriav1alpha1.ReasonInvalidSelector, fmt.Sprintf("spec.namespaceSelector: %v", err)
 		}
 	}
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
+	return "", ""
+}
+
+// narrow decides what a policy that cannot be applied as it stands keeps of
+// the grant in force (its compiled objects in the cache): what the current
+// spec still allows (policy.Narrow), or nothing.
+func (r *Reconciler) narrow(ctx context.Context, policy *oriav1alpha1.RBACPolicy, p *plan, reason, msg string) (*plan, error) {
+	p.reason, p.message = reason, msg
+	tmpl, inst, err := r.inForce(ctx, policy)
+	if err != nil {
+		return nil, err
 	}
-	var full rbacv1.ClusterRoleList
-	if err := reader.List(ctx, &full, owned); err != nil {
-		return nil, fmt.Errorf("reading the bundle-provided ClusterRoles of ClusterExtension %q: %w", ext, err)
+	p.narrowed = policymodel.Narrow(policy, p.compiled.Roles, tmpl, inst)
+	if p.narrowed.Template == nil {
+		// Nothing in force that the current spec still allows (or nothing
+		// in force at all).
+		p.decision = decisionRevoke
+		p.message += " (nothing is granted until the spec is valid: the current spec allows none of the grant in force)"
+		return p, nil
 	}
-	return bundlerole.TooBroad(ext, crds, full.Items), nil
+	p.decision = decisionNarrow
+	return p, nil
+}
+
+// inForce returns the policy's compiled objects as the cache shows them,
+// each nil when absent or not controlled by this policy (by UID).
+func (r *Reconciler) inForce(ctx context.Context, policy *oriav1alpha1.RBACPolicy) (*oriav1alpha1.ScopeTemplate, *oriav1alpha1.ScopeInstance, error) {
+	key := client.ObjectKey{Name: policymodel.ObjectName(policy.Name)}
+	tmpl, inst := &oriav1alpha1.ScopeTemplate{}, &oriav1alpha1.ScopeInstance{}
+	get := func(o client.Object) (bool, error) {
+		if err := r.Client.Get(ctx, key, o); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("getting %T %q: %w", o, key.Name, err)
+		}
+		return ownership.ControlledByUID(o, policy.UID), nil
+	}
+	okT, err := get(tmpl)
+	if err != nil {
+		return nil, nil, err
+	}
+	okI, err := get(inst)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !okT {
+		tmpl = nil
+	}
+	if !okI {
+		inst = nil
+	}
+	return tmpl, inst, nil
 }

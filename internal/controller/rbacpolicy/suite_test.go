@@ -15,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller/extension"
 	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
+	"github.com/operator-framework/oria/internal/manager"
 	policymodel "github.com/operator-framework/oria/internal/policy"
 	"github.com/operator-framework/oria/internal/testutil"
 )
@@ -26,14 +28,24 @@ var (
 	mgr ctrl.Manager
 )
 
-// TestMain starts the API server and one manager running only the RBACPolicy
-// controller. No ScopeInstance controller runs here: tests play its part by
-// writing ScopeInstance status, which isolates the policy's own logic (the
-// whole chain runs in test/e2e).
+// TestMain starts the API server and one manager running the RBACPolicy
+// controller and the ClusterExtension controller (which generates the roles
+// a policy binds: a policy binds only roles oria made or validated). No
+// ScopeInstance controller runs here: tests play its part by writing
+// ScopeInstance status, which isolates the policy's own logic (the whole
+// chain runs in test/e2e).
 func TestMain(m *testing.M) {
 	testutil.RunWithManager(m, &k8sClient, &mgr, func(mg ctrl.Manager) error {
+		bundleRoles, err := manager.NewBundleRoleCache(mg)
+		if err != nil {
+			return err
+		}
+		if err := extension.SetupWithManager(mg, extension.Options{
+			DefaultMode: oriav1alpha1.RBACModeUnmanaged, BundleRoles: bundleRoles, ConflictRetryInterval: time.Second}); err != nil {
+			return err
+		}
 		return rbacpolicy.SetupWithManager(mg, rbacpolicy.Options{
-			DefaultMode: oriav1alpha1.RBACModeUnmanaged, MaxConcurrentReconciles: 2, ConflictRecheckInterval: time.Second})
+			DefaultMode: oriav1alpha1.RBACModeUnmanaged, MaxConcurrentReconciles: 2, ConflictRecheckInterval: time.Second, BundleRoles: bundleRoles})
 	})
 }
 
@@ -81,6 +93,20 @@ func waitReady(t *testing.T, name, reason string) *oriav1alpha1.RBACPolicy {
 	p, _ := testutil.EventuallyCondition(t, k8sClient, &oriav1alpha1.RBACPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}},
 		testutil.Condition{Type: oriav1alpha1.TypeReady, Reason: reason})
 	return p
+}
+
+// waitMessage waits until the policy's Ready condition has the reason and
+// a message containing part.
+func waitMessage(t *testing.T, name, reason, part string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		p := &oriav1alpha1.RBACPolicy{}
+		require.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, p))
+		cond := meta.FindStatusCondition(p.Status.Conditions, oriav1alpha1.TypeReady)
+		require.NotNil(c, cond)
+		assert.Equal(c, reason, cond.Reason)
+		assert.Contains(c, cond.Message, part)
+	}, testutil.Timeout, testutil.Interval)
 }
 
 func readyMessage(p *oriav1alpha1.RBACPolicy) string {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/ownership"
 	policymodel "github.com/operator-framework/oria/internal/policy"
+	"github.com/operator-framework/oria/internal/status"
 )
 
 // result is what act did.
@@ -38,75 +40,99 @@ func (r *Reconciler) writer() *engine.Writer {
 	return &engine.Writer{Client: r.Client, Reader: reader, Engine: r.Engine}
 }
 
-// Write carries out the plan's decision: write the compiled objects, revoke
-// them, or leave everything as it is.
+// Write carries out the plan's decision: write the compiled objects, the
+// narrowed ones, or revoke them.
 func (r *Reconciler) Write(ctx context.Context, policy *oriav1alpha1.RBACPolicy, p *plan) (result, error) {
+	r.warnForeign(policy, p)
+	tmpl, inst := p.compiled.Template, p.compiled.Instance
 	switch p.decision {
 	case decisionRevoke:
 		return result{}, r.revoke(ctx, policy, p.message)
-	case decisionApply:
-	default:
-		return result{}, nil
+	case decisionNarrow:
+		tmpl, inst = p.narrowed.Template, p.narrowed.Instance
 	}
-	conflict, err := r.ensure(ctx, policy, p.compiled)
+	conflict, changed, err := r.ensure(ctx, policy, tmpl, inst)
 	if err != nil || conflict != "" {
 		if conflict != "" {
 			r.Recorder.Eventf(policy, nil, corev1.EventTypeWarning, oriav1alpha1.ReasonConflict, "Compile", conflict)
 		}
 		return result{conflict: conflict}, err
 	}
-	inst := &oriav1alpha1.ScopeInstance{}
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(p.compiled.Instance), inst); err != nil {
+	if changed && p.decision == decisionNarrow && len(p.narrowed.Removed) > 0 {
+		r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Narrowed", "Apply",
+			"%s: kept only what the current spec still allows; removed %s", p.reason, status.Enumerate(p.narrowed.Removed, 5))
+	}
+	cur := &oriav1alpha1.ScopeInstance{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(inst), cur); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Just created; the cache has not seen it yet. Its creation
 			// event requeues the policy.
 			return result{}, nil
 		}
-		return result{}, fmt.Errorf("getting ScopeInstance %q: %w", p.compiled.Instance.Name, err)
+		return result{}, fmt.Errorf("getting ScopeInstance %q: %w", inst.Name, err)
 	}
-	return result{instance: inst}, nil
+	return result{instance: cur}, nil
 }
 
-// ensure makes the compiled template and instance exist exactly as
-// compiled, through the engine. An object of the same name that the policy
-// does not control (by its UID) is a conflict: it is named in the returned
-// message and never modified.
-func (r *Reconciler) ensure(ctx context.Context, policy *oriav1alpha1.RBACPolicy, c policymodel.Compiled) (string, error) {
+// warnForeign records a Warning event naming the roles under generated
+// names that are not oria's, when the policy does not say so already (a
+// Conflict is warned about where it is found, not on the Ready transition).
+func (r *Reconciler) warnForeign(policy *oriav1alpha1.RBACPolicy, p *plan) {
+	if len(p.foreign) == 0 {
+		return
+	}
+	msg := strings.Join(p.foreign, "; ")
+	if c := meta.FindStatusCondition(policy.Status.Conditions, oriav1alpha1.TypeReady); c != nil &&
+		c.Reason == oriav1alpha1.ReasonConflict && strings.Contains(c.Message, msg) {
+		return
+	}
+	// The recorder cuts the note to the API's limit
+	// (reconciler.LimitEvents); the condition keeps the full text.
+	r.Recorder.Eventf(policy, nil, corev1.EventTypeWarning, oriav1alpha1.ReasonConflict, "Bind", "%s; not bound", msg)
+}
+
+// ensure makes the template and instance exist exactly as given, through
+// the engine, and says whether it changed either. An object of the same
+// name that the policy does not control (by its UID) is a conflict: it is
+// named in the returned message and never modified.
+func (r *Reconciler) ensure(ctx context.Context, policy *oriav1alpha1.RBACPolicy, t *oriav1alpha1.ScopeTemplate, i *oriav1alpha1.ScopeInstance) (string, bool, error) {
 	w := r.writer()
 	owns := func(o client.Object) bool { return ownership.ControlledByUID(o, policy.UID) }
-	tmplCached, err := cached(ctx, r.Client, c.Template)
+	tmplCached, err := cached(ctx, r.Client, t)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	tmpl := engine.Ensure(ctx, w, engine.ScopeTemplateKind, owns, []*oriav1alpha1.ScopeTemplate{c.Template}, tmplCached)
-	instCached, err := cached(ctx, r.Client, c.Instance)
+	tmpl := engine.Ensure(ctx, w, engine.ScopeTemplateKind, owns, []*oriav1alpha1.ScopeTemplate{t}, tmplCached)
+	instCached, err := cached(ctx, r.Client, i)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	inst := engine.Ensure(ctx, w, engine.ScopeInstanceKind, owns, []*oriav1alpha1.ScopeInstance{c.Instance}, instCached)
+	inst := engine.Ensure(ctx, w, engine.ScopeInstanceKind, owns, []*oriav1alpha1.ScopeInstance{i}, instCached)
 
 	var conflicts []string
 	var errs []error
-	for i, o := range []engine.Outcome{tmpl[0], inst[0]} {
-		kind := []string{engine.ScopeTemplateKind.Name, engine.ScopeInstanceKind.Name}[i]
+	changed := false
+	for n, o := range []engine.Outcome{tmpl[0], inst[0]} {
+		kind := []string{engine.ScopeTemplateKind.Name, engine.ScopeInstanceKind.Name}[n]
 		switch o.Action {
 		case engine.Conflict:
 			conflicts = append(conflicts, fmt.Sprintf("%s %q exists and was not created by this RBACPolicy", kind, o.Name))
 		case engine.Failed, engine.Forbidden:
 			errs = append(errs, o.Err)
 		case engine.Created, engine.Updated, engine.Replaced:
-			if i == 0 {
+			changed = true
+			if n == 0 {
 				r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Compiled", "Apply",
-					"ScopeTemplate %q binds %d ClusterRoles for %d APIs", o.Name, len(c.Roles), len(c.APIs))
+					"ScopeTemplate %q binds %d ClusterRoles", o.Name, len(t.Spec.ClusterRoles))
 			} else {
-				r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Compiled", "Apply", "ScopeInstance %q targets %s", o.Name, describeTarget(policy))
+				r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Compiled", "Apply", "ScopeInstance %q targets %s", o.Name, describeInstance(i))
 			}
 		}
 	}
 	if len(conflicts) > 0 {
-		return strings.Join(conflicts, "; ") + "; rename or delete it", errors.Join(errs...)
+		return strings.Join(conflicts, "; ") + "; rename or delete it", changed, errors.Join(errs...)
 	}
-	return "", errors.Join(errs...)
+	return "", changed, errors.Join(errs...)
 }
 
 // cached returns want's object as oria's cache shows it, keyed for

@@ -5,10 +5,11 @@
 // An instance binds every role of its ScopeTemplate to the template's
 // subjects:
 //
-//   - in namespaces: the union of spec.namespaces and the namespaces
-//     spec.namespaceSelector matches, one RoleBinding (roleRef ClusterRole)
-//     per role in each; a ServiceAccount subject without a namespace is the
-//     ServiceAccount of that name in the binding's namespace;
+//   - in namespaces: spec.namespaces, or the namespaces
+//     spec.namespaceSelector matches (the schema makes the two exclusive),
+//     one RoleBinding (roleRef ClusterRole) per role in each; a
+//     ServiceAccount subject without a namespace is the ServiceAccount of
+//     that name in the binding's namespace;
 //   - cluster-wide when neither field is set: one ClusterRoleBinding per
 //     role (a ServiceAccount subject then needs a namespace, else the
 //     instance reports InvalidSubject).
@@ -186,7 +187,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Bindings:  bindings,
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(RecorderName),
+		Recorder:  reconciler.LimitEvents(mgr.GetEventRecorder(RecorderName)),
 		Workers:   opts.Workers,
 
 		ConflictRecheckInterval: opts.ConflictRecheckInterval,

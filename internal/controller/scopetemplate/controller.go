@@ -117,7 +117,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Bindings:  bindings,
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(RecorderName),
+		Recorder:  reconciler.LimitEvents(mgr.GetEventRecorder(RecorderName)),
 
 		ConflictRecheckInterval: opts.ConflictRecheckInterval,
 		Engine:                  cmp.Or(opts.Engine, engine.New(nil)),
