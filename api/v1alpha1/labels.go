@@ -17,6 +17,12 @@ const (
 	// ManagedByValue is the value of LabelManagedBy on oria's objects.
 	ManagedByValue = "oria"
 
+	// LabelVersion records the oria release an installed object belongs to:
+	// `make build-installer` stamps VERSION on every object of the install
+	// (its CRDs, its Deployment and the Deployment's pods), and `kubectl oria
+	// check` and `kubectl oria version` read it back.
+	LabelVersion = "app.kubernetes.io/version"
+
 	// LabelExtension names the ClusterExtension a generated ClusterRole
 	// belongs to (see LabelValue for names longer than a label value allows).
 	LabelExtension = "oria.operatorframework.io/extension"

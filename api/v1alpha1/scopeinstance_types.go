@@ -48,10 +48,10 @@ type ScopeInstanceSpec struct {
 	Namespaces []string `json:"namespaces,omitempty"`
 
 	// namespaceSelector selects namespaces by label; matchExpressions are
-	// supported. An empty selector ({}) matches every namespace. For
-	// compatibility with the ScopeInstance design document, keys other than
-	// matchLabels and matchExpressions are read as labels the namespace must
-	// have: `namespaceSelector: {team: a}` means `matchLabels: {team: a}`.
+	// supported. An empty selector ({}) matches every namespace. As a
+	// shorthand, keys other than matchLabels and matchExpressions are read
+	// as labels the namespace must have: `namespaceSelector: {team: a}`
+	// means `matchLabels: {team: a}`.
 	// Not with namespaces.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields

@@ -48,9 +48,9 @@ type ClusterRoleTemplate struct {
 	GenerateName string `json:"generateName,omitempty"`
 
 	// rules are the policy rules of an inline role. They may name
-	// cluster-scoped resources and non-resource URLs (the design leaves this
-	// open); such rules take effect only where the template is bound
-	// cluster-wide, because a RoleBinding grants namespaced access only.
+	// cluster-scoped resources and non-resource URLs; such rules take effect
+	// only where the template is bound cluster-wide, because a RoleBinding
+	// grants namespaced access only.
 	// +optional
 	// +listType=atomic
 	Rules []rbacv1.PolicyRule `json:"rules,omitempty"`

@@ -1,8 +1,12 @@
 // Command kubectl-oria is the kubectl plugin of oria: copy it to a directory
 // on PATH and run `kubectl oria status`, `kubectl oria access EXTENSION`,
-// `kubectl oria can USER` or `kubectl oria plan -f FILE` (see
-// docs/user-guide.md). Linked or copied as kubectl_complete-oria, it
-// answers kubectl's shell completion of `kubectl oria`.
+// `kubectl oria can USER`, `kubectl oria plan -f FILE` or `kubectl oria
+// check` (see docs/user-guide.md). Linked or copied as kubectl_complete-oria,
+// it answers kubectl's shell completion of `kubectl oria`.
+//
+// Exit codes: 0 when the command ran and the answer is yes, 1 when it could
+// not run, 2 when the answer is no (plan: an object is refused; check: a
+// check failed).
 package main
 
 import (
@@ -19,7 +23,5 @@ func main() {
 	if args, ok := cli.CompletionArgs(filepath.Base(os.Args[0]), os.Args[1:]); ok {
 		cmd.SetArgs(args)
 	}
-	if err := cmd.Execute(); err != nil {
-		os.Exit(1)
-	}
+	os.Exit(cli.ExitCode(cmd.Execute()))
 }

@@ -24,8 +24,8 @@ import (
 const ImageName = "oria"
 
 // DefaultDir is the kustomization of a complete install (CRDs, RBAC,
-// Deployment, PodDisruptionBudget, webhook, cert-manager Certificate and
-// Issuer).
+// Deployment, PodDisruptionBudget, webhook; oria makes the webhook's
+// certificate, no cert-manager).
 const DefaultDir = "config/default"
 
 // Render builds the kustomization dir (relative to root, e.g. DefaultDir)
@@ -34,12 +34,23 @@ const DefaultDir = "config/default"
 // oria=<image>` would in every kustomization naming it, but in memory: the
 // tree is not changed.
 func Render(root, dir, image string) ([]byte, error) {
+	return render(root, dir, image, "")
+}
+
+// render is Render, with every object labelled with version when it is set
+// (RenderVersion).
+func render(root, dir, image, version string) ([]byte, error) {
 	mem := filesys.MakeFsInMemory()
 	if err := copyTree(mem, root, "config"); err != nil {
 		return nil, err
 	}
 	if image != "" {
 		if err := setImage(mem, "/config", image); err != nil {
+			return nil, err
+		}
+	}
+	if version != "" {
+		if err := setVersion(mem, path.Join("/", filepath.ToSlash(dir)), version); err != nil {
 			return nil, err
 		}
 	}

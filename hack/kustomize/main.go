@@ -1,10 +1,13 @@
 // Command kustomize renders one of oria's kustomize bases as `kustomize
 // build` would, with only Go (hack/installer):
 //
-//	go run ./hack/kustomize [-image registry/oria:v0.1.0] [-o dist/install.yaml] [config/default]
+//	go run ./hack/kustomize [-image registry/oria:v0.1.0] [-version v0.1.0] [-o dist/install.yaml] [config/default]
 //
 // -image sets oria's image as `kustomize edit set image oria=...` would,
-// without changing the tree. `make build-installer` and `make deploy` use it.
+// without changing the tree; -version labels every object
+// app.kubernetes.io/version=<version> (installer.RenderVersion), which
+// `kubectl oria check` compares with the plugin's version. `make
+// build-installer` and `make deploy` use it.
 package main
 
 import (
@@ -19,9 +22,10 @@ import (
 
 func main() {
 	image := flag.String("image", "", "oria's image, e.g. registry.example.com/oria:v0.1.0 (default: config/manager's)")
+	version := flag.String("version", "", "label every object app.kubernetes.io/version=VERSION (default: no label)")
 	out := flag.String("o", "", "write the YAML stream to this file (its directory is created) instead of stdout")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./hack/kustomize [-image IMG] [-o FILE] [DIR (default %s)]\n", installer.DefaultDir)
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./hack/kustomize [-image IMG] [-version VERSION] [-o FILE] [DIR (default %s)]\n", installer.DefaultDir)
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -34,7 +38,13 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	b, err := installer.Render(localcluster.RepoRoot(), dir, *image)
+	render := installer.Render
+	if *version != "" {
+		render = func(root, dir, image string) ([]byte, error) {
+			return installer.RenderVersion(root, dir, image, *version)
+		}
+	}
+	b, err := render(localcluster.RepoRoot(), dir, *image)
 	if err == nil {
 		err = write(*out, b)
 	}

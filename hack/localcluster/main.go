@@ -4,13 +4,14 @@
 //	localcluster up    --dir D [--assets A]   start in the background, return when healthy
 //	localcluster down  --dir D                stop it and remove its state
 //	localcluster serve --dir D [--assets A]   run in the foreground until signalled
-//	localcluster run   --dir D [--assets A] -- CMD [ARGS]
+//	localcluster run   --dir D [--assets A] [--stop-file F] -- CMD [ARGS]
 //	    run CMD with KUBECONFIG pointing at the cluster, and the flags that make
 //	    oria serve the cluster's escalation guard (--webhook-host, --webhook-port,
 //	    --webhook-cert-dir) appended to ARGS; with $KUBECONFIG already set, CMD
 //	    runs against that cluster as given and no local control plane starts.
 //	    A cluster started with `up` is reused and left running; otherwise the
-//	    cluster is started for CMD and stopped when CMD exits (Ctrl-C stops both).
+//	    cluster is started for CMD and stopped when CMD exits. Ctrl-C, SIGINT
+//	    or SIGTERM to this process, or removing F stops both (see stop.go).
 package main
 
 import (
@@ -48,6 +49,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dir := fs.String("dir", ".local", "state directory (kubeconfig, certificates, etcd data, logs)")
 	assets := fs.String("assets", "", "directory with etcd, kube-apiserver and kube-controller-manager")
+	stopFile := fs.String("stop-file", "", "run: a file created at once; removing it stops CMD and the cluster, as SIGINT does (make run: make removes it when it gets SIGINT)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -63,7 +65,7 @@ func run(args []string) error {
 	case "serve":
 		return serve(abs, *assets)
 	case "run":
-		return runCommand(abs, *assets, fs.Args())
+		return runCommand(abs, *assets, *stopFile, fs.Args())
 	default:
 		return fmt.Errorf("unknown command %q", args[0])
 	}
@@ -217,12 +219,17 @@ func isLocal(dir, path string) bool {
 	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
-func runCommand(dir, assets string, argv []string) error {
+func runCommand(dir, assets, stopFile string, argv []string) error {
 	if len(argv) == 0 {
 		return errors.New("run needs a command after --")
 	}
+	stop, err := newStopper(stopFile)
+	if err != nil {
+		return err
+	}
+	defer stop.close()
 	env := os.Environ()
-	var stop func()
+	var stopCluster func()
 	switch {
 	case os.Getenv("KUBECONFIG") != "" && !isLocal(dir, os.Getenv("KUBECONFIG")):
 		fmt.Fprintf(os.Stderr, "using the cluster of KUBECONFIG=%s\n", os.Getenv("KUBECONFIG"))
@@ -235,39 +242,20 @@ func runCommand(dir, assets string, argv []string) error {
 		}
 		argv = append(argv, strings.Fields(string(b))...)
 	default:
-		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, cancel := stop.context()
 		c, s, err := start(ctx, dir, assets)
 		cancel()
 		if err != nil {
 			return err
 		}
-		stop = func() { s(); _ = os.RemoveAll(dir) }
+		stopCluster = func() { s(); _ = os.RemoveAll(dir) }
 		fmt.Fprintf(os.Stderr, "local control plane ready; in another terminal: export KUBECONFIG=%s\n", kubeconfig(dir))
 		env = append(env, "KUBECONFIG="+kubeconfig(dir))
 		argv = append(argv, c.OriaFlags()...)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	// Ctrl-C reaches the child through the terminal's process group; this
-	// process waits for the child to finish and then stops the cluster.
-	signal.Ignore(os.Interrupt)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM)
-	if err := cmd.Start(); err != nil {
-		if stop != nil {
-			stop()
-		}
-		return err
-	}
-	go func() {
-		for s := range sigs {
-			_ = cmd.Process.Signal(s)
-		}
-	}()
-	err := cmd.Wait()
-	if stop != nil {
-		stop()
+	err = stop.run(argv, env)
+	if stopCluster != nil {
+		stopCluster()
 	}
 	return err
 }

@@ -16,6 +16,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/olm"
 )
 
 // Snapshot is what the plugin reads from the cluster: everything a report
@@ -63,7 +64,7 @@ func Read(ctx context.Context, c client.Reader, what What) (*Snapshot, error) {
 	lists := []listing{
 		{"ClusterExtensions", &ocv1.ClusterExtensionList{}, nil, false},
 		{"CustomResourceDefinitions", &apiextensionsv1.CustomResourceDefinitionList{},
-			[]client.ListOption{client.HasLabels{oriav1alpha1.LabelOLMOwnerName}}, false},
+			[]client.ListOption{client.MatchingLabelsSelector{Selector: olm.InstalledByExtension()}}, false},
 		{"ClusterRoles", &rbacv1.ClusterRoleList{}, nil, !what.Bindings},
 		{"RBACPolicies", &oriav1alpha1.RBACPolicyList{}, nil, true},
 		{"ScopeTemplates", &oriav1alpha1.ScopeTemplateList{}, nil, true},

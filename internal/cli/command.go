@@ -19,7 +19,10 @@ import (
 // NewCommand returns the `kubectl oria` command and its subcommands.
 // Kubeconfig, context, namespace and impersonation flags are kubectl's
 // (cli-runtime ConfigFlags); -o takes kubectl's json, yaml, name, wide,
-// jsonpath and go-template formats, the default is a table.
+// jsonpath and go-template formats, the default is a table. -o name prints
+// objects as kind.group/name, which `kubectl get` takes back (with -n for
+// a namespaced one). A command returns a NoError when its answer is no
+// (ExitCode).
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{
@@ -34,7 +37,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	c := &clients{flags: flags}
 	completeNamespaces(root, c)
 	root.AddCommand(statusCommand(c, streams), accessCommand(c, streams), canCommand(c, streams),
-		planCommand(c, streams), versionCommand(streams))
+		planCommand(c, streams), checkCommand(c, streams), versionCommand(c, streams), completionCommand(streams))
+	root.CompletionOptions.DisableDefaultCmd = true
 	return root
 }
 
@@ -130,7 +134,9 @@ partial = some verbs, not all of view.
 Kubernetes' own controllers (system: users and kube-system ServiceAccounts bound by the default
 policy, such as the garbage collector) are left out unless --show-system is given.
 Without -n the report covers every namespace ("*": through a ClusterRoleBinding, or a
-cluster-scoped API). -o name lists the subjects.`,
+cluster-scoped API). -o name lists the bindings behind the rows, as kubectl get takes them
+(rolebinding.rbac.authorization.k8s.io/NAME, in the row's namespace, and
+clusterrolebinding.rbac.authorization.k8s.io/NAME).`,
 		Example: `  kubectl oria access argocd
   kubectl oria access argocd -n team-a -o wide
   kubectl oria access argocd --show-system -o json`,
@@ -150,7 +156,9 @@ cluster-scoped API). -o name lists the subjects.`,
 			warn(streams.ErrOut, warnings)
 			var names []string
 			for _, r := range report.Access {
-				names = appendNew(names, subjectName(r.Subject))
+				for _, b := range r.Bindings {
+					names = appendNew(names, bindingName(b))
+				}
 			}
 			return output(pf, streams, view{table: AccessTable(report.Access), names: names, kind: "AccessReport", body: report})
 		},
@@ -184,11 +192,16 @@ func Access(ctx context.Context, c client.Reader, az Authorizer, extension, name
 	return &AccessReport{Extension: extension, Namespace: namespace, APIs: apis, Access: rows}, s.Warnings, nil
 }
 
-// subjectName writes a row's subject for -o name: user/alice,
-// group/developers, serviceaccount/ns/name.
-func subjectName(subject string) string {
-	kind, name, _ := strings.Cut(subject, " ")
-	return strings.ToLower(kind) + "/" + name
+// bindingName writes a row's binding ("RoleBinding <namespace>/<name>",
+// "ClusterRoleBinding <name>") for -o name, as kubectl get takes it:
+// rolebinding.rbac.authorization.k8s.io/<name> (its namespace is the
+// row's), clusterrolebinding.rbac.authorization.k8s.io/<name>.
+func bindingName(binding string) string {
+	kind, name, _ := strings.Cut(binding, " ")
+	if _, n, ok := strings.Cut(name, "/"); ok && kind == "RoleBinding" {
+		name = n
+	}
+	return resourceName(kind) + "/" + name
 }
 
 func appendNew(list []string, s string) []string {

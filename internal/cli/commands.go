@@ -2,13 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func canCommand(cs *clients, streams genericiooptions.IOStreams) *cobra.Command {
@@ -63,12 +60,14 @@ that you do not name. -o name lists the extensions.`,
 
 func planCommand(cs *clients, streams genericiooptions.IOStreams) *cobra.Command {
 	pf := printFlags()
-	var file string
+	var files Files
 	cmd := &cobra.Command{
-		Use:   "plan -f FILE",
+		Use:   "plan -f FILE|DIR [-f ...] [-R]",
 		Short: "What applying RBACPolicies, ScopeTemplates or ScopeInstances would grant, and whether oria's guard admits them for you",
-		Long: `Reads the RBACPolicies, ScopeTemplates and ScopeInstances of FILE (new or changed; "-" reads
-standard input) and prints, writing nothing:
+		Long: `Reads the RBACPolicies, ScopeTemplates and ScopeInstances of the files (new or changed; -f
+repeats; a directory's .json, .yaml and .yml files, its subdirectories' too with -R; "-" reads
+standard input; documents separated by ---, or Lists) and prints, writing nothing:
+- the objects of other kinds it skipped, and why;
 - for each object, whether applying it creates or updates it, and the API server's verdict on a
   server-side dry run of that write, as you: the escalation guard runs on dry runs, so a refusal
   shows its message;
@@ -77,58 +76,70 @@ standard input) and prints, writing nothing:
   deleted, per namespace, computed with oria's own functions (policy compilation, binding
   layer) from the cluster as it is, and compared with what exists.
 An update keeps the object's metadata and replaces its spec, as kubectl apply of a full spec
-does. -o name lists the objects that would change.`,
+does. -o name lists the objects that would change. Exit code: 0 when every object is admitted,
+2 when one is REFUSED (the plan is printed first), 1 when plan could not run.`,
 		Example: `  kubectl oria plan -f rbacpolicy.yaml
-  kubectl oria plan -f instance.yaml -o wide
-  kubectl oria plan -f - -o json < template.yaml`,
+  kubectl oria plan -f manifests/ -R -o wide
+  kubectl oria plan -f - -o json < template.yaml
+  kubectl oria plan -f policies/ || echo "refused: see above"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			objs, err := readFile(file, streams.In)
+			objs, skipped, err := ReadFiles(files, streams.In)
 			if err != nil {
 				return err
 			}
-			c, err := cs.get()
-			if err != nil {
-				return err
+			report := &PlanReport{Changes: []Change{}}
+			if len(objs) > 0 {
+				c, err := cs.get()
+				if err != nil {
+					return err
+				}
+				if report, err = PlanFile(cmd.Context(), c, objs); err != nil {
+					return err
+				}
 			}
-			report, err := PlanFile(cmd.Context(), c, objs)
-			if err != nil {
-				return err
-			}
+			report.Skipped = skipped
 			var names []string
 			for _, ch := range report.Changes {
-				names = append(names, resourceName(ch.Kind)+"/"+ch.Name)
+				names = appendNew(names, resourceName(ch.Kind)+"/"+ch.Name)
 			}
-			return output(pf, streams, view{header: PlanHeader(report), table: PlanTable(report.Changes), names: names, kind: "PlanReport", body: report})
+			if *pf.OutputFormat == "name" {
+				fmt.Fprint(streams.ErrOut, skippedText(skipped))
+			}
+			if err := output(pf, streams, view{header: PlanHeader(report), table: PlanTable(report.Changes), names: names, kind: "PlanReport", body: report}); err != nil {
+				return err
+			}
+			if n := refused(report.Objects); n > 0 {
+				return answerNo("%d of %d objects REFUSED", n, len(report.Objects))
+			}
+			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "The file of RBACPolicies, ScopeTemplates or ScopeInstances (- for standard input).")
+	cmd.Flags().StringArrayVarP(&files.Names, "filename", "f", nil, "A file or directory of RBACPolicies, ScopeTemplates or ScopeInstances (- for standard input); repeat for several.")
+	cmd.Flags().BoolVarP(&files.Recursive, "recursive", "R", false, "Read the directories of -f recursively.")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
 	addPrintFlags(pf, cmd)
 	return cmd
 }
 
-// readFile decodes the objects of the named file, or of stdin for "-".
-func readFile(name string, stdin io.Reader) ([]client.Object, error) {
-	r := stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
+func refused(objs []PlannedObject) int {
+	n := 0
+	for _, o := range objs {
+		if !o.Admitted {
+			n++
 		}
-		defer func() { _ = f.Close() }()
-		r = f
 	}
-	scheme, err := Scheme()
-	if err != nil {
-		return nil, err
+	return n
+}
+
+// skippedText lists the skipped objects, one a line.
+func skippedText(skipped []SkippedObject) string {
+	var b strings.Builder
+	for _, s := range skipped {
+		fmt.Fprintf(&b, "Skipped %s %s (%s): %s\n", s.Kind, s.Name, s.Source, s.Reason)
 	}
-	objs, err := Decode(r, scheme)
-	if err == nil && len(objs) == 0 {
-		err = fmt.Errorf("%s holds no object", name)
-	}
-	return objs, err
+	return b.String()
 }
 
 // resourceName is the resource.group of a kind, as -o name writes it.
@@ -140,10 +151,19 @@ func resourceName(kind string) string {
 	return strings.ToLower(kind) + ".oria.operatorframework.io"
 }
 
-// PlanHeader is what the table of a plan follows: each object's verdict,
-// what each template binds, the notes and the count of unchanged objects.
+// PlanHeader is what the table of a plan follows: the skipped objects,
+// each object's verdict, what each template binds, the notes and the count
+// of unchanged objects.
 func PlanHeader(r *PlanReport) string {
 	var b strings.Builder
+	b.WriteString(skippedText(r.Skipped))
+	if len(r.Skipped) > 0 {
+		if len(r.Objects) == 0 {
+			b.WriteString("Nothing to plan: no RBACPolicy, ScopeTemplate or ScopeInstance.\n")
+			return b.String()
+		}
+		b.WriteString("\n")
+	}
 	for _, o := range r.Objects {
 		verdict := "admitted"
 		if !o.Admitted {

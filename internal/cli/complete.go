@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"fmt"
+	"io"
 	"strings"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
 // CompletionExecutable is the name kubectl looks for on PATH to complete
@@ -22,6 +25,62 @@ func CompletionArgs(base string, args []string) ([]string, bool) {
 		return nil, false
 	}
 	return append([]string{cobra.ShellCompRequestCmd}, args...), true
+}
+
+// Executable is the plugin's executable name, which the completion scripts
+// register (cobra would register the root command's name, "oria").
+const Executable = "kubectl-oria"
+
+// completionShells write the completion script of each shell.
+var completionShells = map[string]func(root *cobra.Command, w io.Writer) error{
+	"bash":       func(root *cobra.Command, w io.Writer) error { return root.GenBashCompletionV2(w, true) },
+	"zsh":        func(root *cobra.Command, w io.Writer) error { return root.GenZshCompletion(w) },
+	"fish":       func(root *cobra.Command, w io.Writer) error { return root.GenFishCompletion(w, true) },
+	"powershell": func(root *cobra.Command, w io.Writer) error { return root.GenPowerShellCompletionWithDesc(w) },
+}
+
+// completionNote ends every script: how `kubectl oria` completes.
+const completionNote = `
+# kubectl completes "kubectl oria ..." (kubectl 1.26 and later) by running
+# kubectl_complete-oria from PATH: link it next to kubectl-oria once,
+#   ln -s "$(command -v kubectl-oria)" "$(dirname "$(command -v kubectl-oria)")/kubectl_complete-oria"
+# (krew does not make the link), and load kubectl's own completion script.
+`
+
+func completionCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "completion bash|zsh|fish|powershell",
+		Short: "The shell completion script of kubectl-oria; kubectl oria completes through kubectl_complete-oria",
+		Long: `Prints the completion script of the shell for the kubectl-oria command, e.g.
+  source <(kubectl-oria completion bash)            # in ~/.bashrc
+  kubectl-oria completion zsh > "${fpath[1]}/_kubectl-oria"
+  kubectl-oria completion fish > ~/.config/fish/completions/kubectl-oria.fish
+kubectl itself (1.26 and later) completes "kubectl oria ..." by running an executable named
+` + CompletionExecutable + ` from PATH, with kubectl's own completion script loaded; the plugin is that
+executable too when called by that name, so link it once next to kubectl-oria:
+  ln -s kubectl-oria /usr/local/bin/` + CompletionExecutable + `
+Both complete subcommands, flags, extension names and namespaces.`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			gen, ok := completionShells[args[0]]
+			if !ok {
+				return fmt.Errorf("unknown shell %q: bash, zsh, fish or powershell", args[0])
+			}
+			root := cmd.Root()
+			use := root.Use
+			root.Use = Executable
+			defer func() { root.Use = use }()
+			if err := gen(root, streams.Out); err != nil {
+				return err
+			}
+			if args[0] != "powershell" {
+				_, err := io.WriteString(streams.Out, completionNote)
+				return err
+			}
+			return nil
+		},
+	}
 }
 
 // completeExtensions completes ClusterExtension names (those the user may

@@ -30,6 +30,9 @@ const (
 // PlanReport is the body of `kubectl oria plan -o json|yaml`: what
 // applying a file would grant, and whether the guard admits it.
 type PlanReport struct {
+	// Skipped are the objects of the files plan does not take (other
+	// kinds), and why.
+	Skipped []SkippedObject `json:"skipped,omitempty"`
 	Objects []PlannedObject `json:"objects"`
 	// Templates are the ScopeTemplates the changed instances bind: what
 	// each binds, to whom.

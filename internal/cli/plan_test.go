@@ -197,26 +197,43 @@ func TestDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := Decode(strings.NewReader(`apiVersion: oria.operatorframework.io/v1alpha1
+	objs, skipped, err := Decode(strings.NewReader(`apiVersion: oria.operatorframework.io/v1alpha1
 kind: ScopeTemplate
 metadata: {name: t}
 spec:
   clusterRoles: [{name: view}]
 ---
 ---
-apiVersion: oria.operatorframework.io/v1alpha1
-kind: ScopeInstance
-metadata: {name: i}
-spec: {scopeTemplateName: t}
-`), scheme)
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: x, namespace: ns}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: oria.operatorframework.io/v1alpha1
+  kind: ScopeInstance
+  metadata: {name: i}
+  spec: {scopeTemplateName: t}
+- apiVersion: oria.operatorframework.io/v1beta1
+  kind: ScopeInstance
+  metadata: {name: j}
+`), "f.yaml", scheme)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(objs) != 2 || objs[0].(*oriav1alpha1.ScopeTemplate).Spec.ClusterRoles[0].Name != "view" || objs[1].(*oriav1alpha1.ScopeInstance).Spec.ScopeTemplateName != "t" {
 		t.Errorf("Decode = %+v", objs)
 	}
-	for _, bad := range []string{"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "apiVersion: oria.operatorframework.io/v1alpha1\nkind: ScopeInstance\nspec: {bogus: 1}\n"} {
-		if _, err := Decode(strings.NewReader(bad), scheme); err == nil {
+	want := []SkippedObject{
+		{Kind: "ConfigMap", APIVersion: "v1", Name: "ns/x", Source: "f.yaml", Reason: "not one of oria's kinds: plan takes RBACPolicies, ScopeTemplates and ScopeInstances"},
+		{Kind: "ScopeInstance", APIVersion: "oria.operatorframework.io/v1beta1", Name: "j", Source: "f.yaml", Reason: "version v1beta1 of oria.operatorframework.io: plan knows v1alpha1"},
+	}
+	if d := cmp.Diff(want, skipped); d != "" {
+		t.Errorf("skipped (-want +got):\n%s", d)
+	}
+	for _, bad := range []string{"apiVersion: oria.operatorframework.io/v1alpha1\nkind: ScopeInstance\nspec: {bogus: 1}\n", "apiVersion: oria.operatorframework.io/v1alpha1\nkind: ScopeInstance\nmetadata: {}\n", "{"} {
+		if _, _, err := Decode(strings.NewReader(bad), "f.yaml", scheme); err == nil {
 			t.Errorf("Decode(%q): no error", bad)
 		}
 	}

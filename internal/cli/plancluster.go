@@ -7,6 +7,8 @@ import (
 	"io"
 	"maps"
 	"reflect"
+	"slices"
+	"strings"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,26 +17,31 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/olm"
 )
 
 // Decode reads the RBACPolicies, ScopeTemplates and ScopeInstances of a
-// YAML or JSON stream (documents separated by ---, or a List). Any other
-// kind is an error.
-func Decode(r io.Reader, scheme *runtime.Scheme) ([]client.Object, error) {
+// YAML or JSON stream (documents separated by ---, or a List) from source
+// (a file name, for the skipped objects). Objects of other kinds are
+// skipped, and returned as such; an oria kind that does not decode is an
+// error.
+func Decode(r io.Reader, source string, scheme *runtime.Scheme) ([]client.Object, []SkippedObject, error) {
 	dec := yaml.NewYAMLOrJSONDecoder(r, 4096)
 	var out []client.Object
+	var skipped []SkippedObject
 	for {
 		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); err != nil {
 			if errors.Is(err, io.EOF) {
-				return out, nil
+				return out, skipped, nil
 			}
-			return nil, fmt.Errorf("reading the file: %w", err)
+			return nil, nil, fmt.Errorf("reading %s: %w", source, err)
 		}
 		if len(u.Object) == 0 {
 			continue
@@ -43,29 +50,47 @@ func Decode(r io.Reader, scheme *runtime.Scheme) ([]client.Object, error) {
 		if u.IsList() {
 			list, err := u.ToList()
 			if err != nil {
-				return nil, fmt.Errorf("reading the file: %w", err)
+				return nil, nil, fmt.Errorf("reading %s: %w", source, err)
 			}
 			items = list.Items
 		}
 		for _, item := range items {
 			gvk := item.GroupVersionKind()
-			if gvk.GroupVersion() != oriav1alpha1.GroupVersion {
-				return nil, fmt.Errorf("%s %q: plan takes RBACPolicies, ScopeTemplates and ScopeInstances (%s)", gvk.Kind, item.GetName(), oriav1alpha1.GroupVersion)
+			if why := skipReason(gvk, scheme); why != "" {
+				skipped = append(skipped, SkippedObject{Kind: gvk.Kind, APIVersion: item.GetAPIVersion(),
+					Name: strings.TrimPrefix(item.GetNamespace()+"/"+item.GetName(), "/"), Source: source, Reason: why})
+				continue
 			}
 			obj, err := scheme.New(gvk)
 			if err != nil {
-				return nil, fmt.Errorf("%s %q: %w", gvk.Kind, item.GetName(), err)
+				return nil, nil, fmt.Errorf("%s: %s %q: %w", source, gvk.Kind, item.GetName(), err)
 			}
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(item.Object, obj, true); err != nil {
-				return nil, fmt.Errorf("%s %q: %w", gvk.Kind, item.GetName(), err)
+				return nil, nil, fmt.Errorf("%s: %s %q: %w", source, gvk.Kind, item.GetName(), err)
 			}
 			co, ok := obj.(client.Object)
 			if !ok || co.GetName() == "" {
-				return nil, fmt.Errorf("%s: every object needs a name", gvk.Kind)
+				return nil, nil, fmt.Errorf("%s: %s: every object needs a name", source, gvk.Kind)
 			}
 			out = append(out, co)
 		}
 	}
+}
+
+// plannedKinds are the kinds plan takes.
+var plannedKinds = []string{"RBACPolicy", "ScopeTemplate", "ScopeInstance"}
+
+// skipReason says why plan skips an object of gvk, "" when it plans it.
+func skipReason(gvk schema.GroupVersionKind, scheme *runtime.Scheme) string {
+	switch {
+	case gvk.Group != oriav1alpha1.GroupVersion.Group:
+		return "not one of oria's kinds: plan takes RBACPolicies, ScopeTemplates and ScopeInstances"
+	case gvk.Version != oriav1alpha1.GroupVersion.Version:
+		return fmt.Sprintf("version %s of %s: plan knows %s", gvk.Version, gvk.Group, oriav1alpha1.GroupVersion.Version)
+	case !slices.Contains(plannedKinds, gvk.Kind) || !scheme.Recognizes(gvk):
+		return "not a kind plan takes: RBACPolicies, ScopeTemplates and ScopeInstances"
+	}
+	return ""
 }
 
 // Proposed returns obj as applying it would store it, and the operation:
@@ -146,7 +171,7 @@ func ReadPlanState(ctx context.Context, c client.Reader) (*PlanState, error) {
 	for _, l := range []listing{
 		{name: "Namespaces", list: &nss},
 		{name: "ClusterExtensions", list: &exts},
-		{name: "CustomResourceDefinitions", list: &crds, opts: []client.ListOption{client.HasLabels{oriav1alpha1.LabelOLMOwnerName}}},
+		{name: "CustomResourceDefinitions", list: &crds, opts: []client.ListOption{client.MatchingLabelsSelector{Selector: olm.InstalledByExtension()}}},
 		{name: "ScopeTemplates", list: &tmpls},
 		{name: "ScopeInstances", list: &insts},
 		{name: "ClusterRoles", list: &crs},

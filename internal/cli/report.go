@@ -77,7 +77,11 @@ func StatusTable(report []ExtensionStatus) *metav1.Table {
 		add := func(kind, name, detail, status string, subjects ...string) {
 			t.Rows = append(t.Rows, row(e.Name, mode, kind, name, detail, status, strings.Join(subjects, ", ")))
 		}
-		add("ClusterExtension", e.Name, plural(len(e.APIs), "API"), "RBACManaged="+e.RBACManaged+" "+e.Reason)
+		if e.NotFound {
+			add("ClusterExtension", e.Name, "not installed", "NotFound")
+		} else {
+			add("ClusterExtension", e.Name, plural(len(e.APIs), "API"), "RBACManaged="+e.RBACManaged+" "+e.Reason)
+		}
 		for _, a := range e.APIs {
 			add("API", a.CRD, a.Scope, "")
 		}

@@ -14,6 +14,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/ownership"
 )
 
@@ -75,6 +76,9 @@ type Grant struct {
 // ExtensionStatus is the status report of one ClusterExtension.
 type ExtensionStatus struct {
 	Name string `json:"name"`
+	// NotFound: the ClusterExtension does not exist, and RBACPolicies name
+	// it (they grant nothing until it is installed).
+	NotFound bool `json:"notFound,omitempty"`
 	// Mode is the rbac-mode annotation, or the mode oria reports applying
 	// by default (ModeFromDefault).
 	Mode            string  `json:"mode"`
@@ -88,28 +92,50 @@ type ExtensionStatus struct {
 }
 
 // Status builds the status report of the named extensions (all when none
-// is named), sorted by name. A named extension that does not exist is an
-// error.
+// is named, with those that RBACPolicies name but that do not exist),
+// sorted by name. A named extension that does not exist and that no
+// RBACPolicy names is an error.
 func Status(s *Snapshot, extensions ...string) ([]ExtensionStatus, error) {
 	byName := map[string]*ocv1.ClusterExtension{}
 	for i := range s.Extensions {
 		byName[s.Extensions[i].Name] = &s.Extensions[i]
 	}
+	named := map[string]bool{} // by an RBACPolicy
+	for _, p := range s.Policies {
+		named[p.Spec.ExtensionName] = true
+	}
 	if len(extensions) == 0 {
 		for name := range byName {
 			extensions = append(extensions, name)
+		}
+		for name := range named {
+			if byName[name] == nil {
+				extensions = append(extensions, name)
+			}
 		}
 	}
 	slices.Sort(extensions)
 	out := make([]ExtensionStatus, 0, len(extensions))
 	for _, name := range extensions {
 		ce, ok := byName[name]
-		if !ok {
+		switch {
+		case ok:
+			out = append(out, extensionStatus(s, ce))
+		case named[name]:
+			out = append(out, missingExtension(s, name))
+		default:
 			return nil, fmt.Errorf("clusterextension %q not found", name)
 		}
-		out = append(out, extensionStatus(s, ce))
 	}
 	return out, nil
+}
+
+// missingExtension is the status of an extension that RBACPolicies name
+// but that does not exist.
+func missingExtension(s *Snapshot, name string) ExtensionStatus {
+	return ExtensionStatus{Name: name, NotFound: true, Mode: "none", RBACManaged: string(metav1.ConditionUnknown), Reason: "NotFound",
+		Message: fmt.Sprintf("ClusterExtension %q does not exist: the RBACPolicies naming it grant nothing until it is installed", name),
+		Grants:  extensionGrants(s, name)}
 }
 
 func extensionStatus(s *Snapshot, ce *ocv1.ClusterExtension) ExtensionStatus {
@@ -144,9 +170,7 @@ func extensionStatus(s *Snapshot, ce *ocv1.ClusterExtension) ExtensionStatus {
 func ExtensionAPIs(crds []apiextensionsv1.CustomResourceDefinition, extension string) []API {
 	var out []API
 	for _, crd := range crds {
-		l := crd.Labels
-		if l[oriav1alpha1.LabelOLMOwnerKind] != oriav1alpha1.OLMOwnerKindClusterExtension || l[oriav1alpha1.LabelOLMOwnerName] != extension ||
-			crd.DeletionTimestamp != nil {
+		if olm.ExtensionOf(&crd) != extension || crd.DeletionTimestamp != nil {
 			continue
 		}
 		scope := ScopeNamespaced
@@ -190,7 +214,7 @@ func roleSource(cr *rbacv1.ClusterRole, extension string) string {
 		oriav1alpha1.LabelExtension: names.LabelValue(extension),
 	}):
 		return SourceGenerated
-	case l[oriav1alpha1.LabelOLMOwnerKind] == oriav1alpha1.OLMOwnerKindClusterExtension && l[oriav1alpha1.LabelOLMOwnerName] == extension:
+	case olm.ExtensionOf(cr) == extension:
 		return SourceBundle
 	default:
 		return SourceConflict
@@ -287,13 +311,20 @@ func ready(conds []metav1.Condition) (status, reason, message string) {
 	return string(c.Status), c.Reason, c.Message
 }
 
-// where describes the scope of a grant: cluster-wide, or the bound
-// namespaces (the first few of many).
+// Where of a grant that has bound nothing: its status has no scope (it is
+// invalid, waits for its extension or roles, or was revoked; its Ready
+// condition says which).
+const NothingBound = "(nothing bound)"
+
+// where describes the scope of a grant: cluster-wide, the bound namespaces
+// (the first few of many), or NothingBound.
 func where(scope string, bound []string, count int32) string {
-	if scope == oriav1alpha1.ScopeCluster {
+	switch {
+	case scope == oriav1alpha1.ScopeCluster:
 		return "cluster-wide"
-	}
-	if count == 0 {
+	case scope == "":
+		return NothingBound
+	case count == 0:
 		return "in no namespace"
 	}
 	const show = 3

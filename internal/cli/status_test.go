@@ -105,6 +105,11 @@ func TestStatus(t *testing.T) {
 				{Name: "applications.argoproj.io-view-crdview", API: "applications.argoproj.io", Source: SourceGenerated, AggregatesTo: []string{"view"}},
 			},
 			Grants: []Grant{{Kind: ownership.KindScopeInstance, Name: "team-readers", Access: "view+view-crdview", Where: "cluster-wide", Ready: "True", Reason: "Bound"}}},
+		// A policy naming an extension that does not exist: reported, with
+		// what it binds (nothing).
+		{Name: "argocd-2", NotFound: true, Mode: "none", RBACManaged: "Unknown", Reason: "NotFound",
+			Message: `ClusterExtension "argocd-2" does not exist: the RBACPolicies naming it grant nothing until it is installed`,
+			Grants:  []Grant{{Kind: "RBACPolicy", Name: "other", Where: NothingBound, Ready: "Unknown", Reason: "NotReported"}}},
 		{Name: "db", Mode: "FineGrained", RBACManaged: "False", Reason: "Conflict", Message: "m",
 			APIs: []API{{CRD: "clusters.db.io", Group: "db.io", Resource: "clusters", Kind: "Cluster", Scope: ScopeCluster}},
 			Roles: []Role{
@@ -127,9 +132,11 @@ func TestStatus(t *testing.T) {
 	if _, err := Status(s, "nope"); err == nil {
 		t.Error("Status of a missing extension: no error")
 	}
-	one, err := Status(s, "plain")
-	if err != nil || len(one) != 1 || one[0].Name != "plain" {
-		t.Errorf("Status(plain) = %v, %v", one, err)
+	for _, name := range []string{"plain", "argocd-2"} {
+		one, err := Status(s, name)
+		if err != nil || len(one) != 1 || one[0].Name != name {
+			t.Errorf("Status(%s) = %v, %v", name, one, err)
+		}
 	}
 }
 
@@ -138,6 +145,8 @@ func TestStatusTable(t *testing.T) {
 		APIs:   []API{{CRD: "clusters.db.io", Scope: ScopeCluster}},
 		Roles:  []Role{{Name: "clusters.db.io-edit", Source: SourceConflict}},
 		Grants: []Grant{{Kind: "RBACPolicy", Name: "p", Access: "view", Where: "cluster-wide", Ready: "True", Reason: "Bound", Subjects: []string{"Group devs"}}},
+	}, {Name: "gone", NotFound: true, Mode: "none", RBACManaged: "Unknown", Reason: "NotFound",
+		Grants: []Grant{{Kind: "RBACPolicy", Name: "q", Access: "edit", Where: NothingBound, Ready: "False", Reason: "ExtensionNotFound"}},
 	}})
 	var got [][]any
 	for _, r := range table.Rows {
@@ -148,6 +157,8 @@ func TestStatusTable(t *testing.T) {
 		{"db", "Unmanaged (default)", "API", "clusters.db.io", "Cluster", "", ""},
 		{"db", "Unmanaged (default)", "ClusterRole", "clusters.db.io-edit", "conflict", "Conflict", ""},
 		{"db", "Unmanaged (default)", "RBACPolicy", "p", "view cluster-wide", "Ready=True Bound", "Group devs"},
+		{"gone", "none", "ClusterExtension", "gone", "not installed", "NotFound", ""},
+		{"gone", "none", "RBACPolicy", "q", "edit (nothing bound)", "Ready=False ExtensionNotFound", ""},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("StatusTable (-want +got):\n%s", d)
@@ -166,5 +177,27 @@ func TestStatusInvalidMode(t *testing.T) {
 	}
 	if len(report) != 1 || report[0].Mode != `invalid "legacy"` {
 		t.Errorf("report %+v, want mode invalid \"legacy\"", report)
+	}
+}
+
+// TestWhere: where a grant holds, as the status table says it; a grant that
+// has bound nothing (invalid, waiting, revoked) does not read as a grant
+// "in no namespace".
+func TestWhere(t *testing.T) {
+	for _, tc := range []struct {
+		scope string
+		bound []string
+		want  string
+	}{
+		{oriav1alpha1.ScopeCluster, nil, "cluster-wide"},
+		{"", nil, NothingBound},
+		{oriav1alpha1.ScopeNamespaces, nil, "in no namespace"},
+		{oriav1alpha1.ScopeNamespaces, []string{"a"}, "in 1 namespace: a"},
+		{oriav1alpha1.ScopeNamespaces, []string{"a", "b"}, "in 2 namespaces: a, b"},
+		{oriav1alpha1.ScopeNamespaces, []string{"a", "b", "c", "d"}, "in 4 namespaces: a, b, c, ..."},
+	} {
+		if got := where(tc.scope, tc.bound, int32(len(tc.bound))); got != tc.want {
+			t.Errorf("where(%q, %v) = %q, want %q", tc.scope, tc.bound, got, tc.want)
+		}
 	}
 }

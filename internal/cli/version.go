@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"runtime/debug"
 
@@ -24,6 +25,9 @@ type VersionInfo struct {
 	GoVersion  string `json:"goVersion"`
 	// ReportAPIVersion is the apiVersion of the -o json|yaml reports.
 	ReportAPIVersion string `json:"reportAPIVersion"`
+	// Server is the version of oria's server (its Deployment), unless
+	// --client.
+	Server *ServerInfo `json:"server,omitempty"`
 }
 
 // BuildVersion returns the plugin's version information.
@@ -50,14 +54,26 @@ func BuildVersion() VersionInfo {
 	return v
 }
 
-func versionCommand(streams genericiooptions.IOStreams) *cobra.Command {
+func versionCommand(cs *clients, streams genericiooptions.IOStreams) *cobra.Command {
 	pf := printFlags()
+	var clientOnly bool
 	cmd := &cobra.Command{
-		Use:   "version",
-		Short: "The plugin's version, Git commit and Go version",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		Use:   "version [--client]",
+		Short: "The plugin's version, Git commit and Go version, and the version of oria's server",
+		Long: `Prints the plugin's version, Git commit and Go version, and the version oria's Deployment runs (in
+-n, default ` + DefaultNamespace + `): the ` + "app.kubernetes.io/version" + ` label of its pods, which the installer
+stamps, else the tag of its image. --client prints the plugin's alone. A server that cannot be
+read is a warning: kubectl oria check compares the two.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := BuildVersion()
+			if !clientOnly {
+				if s, err := readServerVersion(cmd, cs); err != nil {
+					warn(streams.ErrOut, []string{fmt.Sprintf("the server's version: %v", err)})
+				} else {
+					v.Server = &s
+				}
+			}
 			if *pf.OutputFormat != "" {
 				p, err := pf.ToPrinter()
 				if err != nil {
@@ -78,9 +94,21 @@ func versionCommand(streams genericiooptions.IOStreams) *cobra.Command {
 				fmt.Fprintf(streams.Out, "commit %s%s, %s\n", v.Commit, modified, v.CommitTime)
 			}
 			fmt.Fprintf(streams.Out, "built with %s\n", v.GoVersion)
+			if s := v.Server; s != nil {
+				fmt.Fprintf(streams.Out, "server: oria %s (%s)\n", cmp.Or(s.Version, "unknown"), s.From)
+			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&clientOnly, "client", false, "The plugin's version only: do not read the server's.")
 	pf.AddFlags(cmd)
 	return cmd
+}
+
+func readServerVersion(cmd *cobra.Command, cs *clients) (ServerInfo, error) {
+	c, err := cs.get()
+	if err != nil {
+		return ServerInfo{}, err
+	}
+	return ServerVersion(cmd.Context(), c, cs.oriaNamespace())
 }

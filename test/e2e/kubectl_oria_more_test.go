@@ -162,7 +162,9 @@ func TestKubectlOriaSystemAndConventions(t *testing.T) {
 		}
 	}
 	agreeWithAuthorizer(t, all, group)
-	assert.Contains(t, strings.Fields(kubectlOria(t, "access", ext, "--show-system", "-o", "name")), "serviceaccount/kube-system/generic-garbage-collector")
+	// -o name: the bindings behind the rows, as kubectl get takes them.
+	assert.Contains(t, strings.Fields(kubectlOria(t, "access", ext, "--show-system", "-o", "name")),
+		"clusterrolebinding.rbac.authorization.k8s.io/system:controller:generic-garbage-collector")
 	assert.Contains(t, strings.Fields(kubectlOria(t, "status", ext, "-o", "name")), "clusterextension.olm.operatorframework.io/"+ext)
 
 	_, stderr, err := runPlugin(t, "", "access", ext, "-n", "no-such-namespace")
@@ -209,10 +211,16 @@ func TestKubectlOriaSystemAndConventions(t *testing.T) {
 // directly with the suite's kubeconfig and returns stdout and stderr.
 func runPlugin(t *testing.T, bin string, args ...string) (string, string, error) {
 	t.Helper()
-	kubectlOria(t, "version") // builds the plugin once
+	kubectlOria(t, "version", "--client") // builds the plugin once
 	if bin == "" {
 		bin = pluginBin
 	}
+	return execPlugin(bin, args...)
+}
+
+// execPlugin runs bin (the plugin, built) with the suite's kubeconfig and
+// returns stdout and stderr.
+func execPlugin(bin string, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -230,4 +238,35 @@ func grantRules(t *testing.T, user string, rules ...rbacv1.PolicyRule) {
 	testutil.Create(t, k8sClient, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules})
 	testutil.Create(t, k8sClient, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}, Subjects: []rbacv1.Subject{testutil.User(user)}})
+}
+
+// TestKubectlOriaStatusMissingExtension: an RBACPolicy naming an extension
+// that is not installed appears in `kubectl oria status` (under that name,
+// not installed), with nothing bound, and `status NAME` finds it.
+func TestKubectlOriaStatusMissingExtension(t *testing.T) {
+	testutil.NeedCluster(t)
+	ns := testutil.CreateNamespace(t, k8sClient, "oria-missing", nil)
+	missing := testutil.UniqueName("not-installed")
+	name := policy(t, missing, oriav1alpha1.AccessView, testutil.User(testutil.UniqueName("erin")), ns)
+	testutil.EventuallyCondition(t, k8sClient, &oriav1alpha1.RBACPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		testutil.Condition{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonExtensionNotFound})
+	for _, args := range [][]string{{"status"}, {"status", missing}} {
+		var report cli.StatusReport
+		require.NoError(t, json.Unmarshal([]byte(kubectlOria(t, append(args, "-o", "json")...)), &report))
+		var found *cli.ExtensionStatus
+		for i := range report.Extensions {
+			if report.Extensions[i].Name == missing {
+				found = &report.Extensions[i]
+			}
+		}
+		if assert.NotNil(t, found, "kubectl oria %v: no %s", args, missing) && assert.Len(t, found.Grants, 1) {
+			assert.True(t, found.NotFound)
+			assert.Equal(t, []cli.Grant{{Kind: "RBACPolicy", Name: name, Access: "view", Where: cli.NothingBound, Ready: "False",
+				Reason: oriav1alpha1.ReasonExtensionNotFound, Message: found.Grants[0].Message, Subjects: found.Grants[0].Subjects}}, found.Grants)
+		}
+	}
+	table := kubectlOria(t, "status", missing)
+	t.Logf("kubectl oria status %s:\n%s", missing, table)
+	assert.Contains(t, table, "not installed")
+	assert.Contains(t, table, "view (nothing bound)")
 }

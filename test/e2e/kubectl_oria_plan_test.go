@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -93,8 +95,8 @@ func TestKubectlOriaPlan(t *testing.T) {
 	file := writeObjects(t, si)
 	require.EventuallyWithT(t, func(c *assert.CollectT) { // the read role reaches the authorizer
 		var r cli.PlanReport
-		out, stderr, err := runPlugin(t, "", "plan", "-f", file, "-o", "json", "--as", user)
-		if assert.NoError(c, err, stderr) && assert.NoError(c, json.Unmarshal([]byte(out), &r)) {
+		out, stderr, err := execPlugin(pluginBin, "plan", "-f", file, "-o", "json", "--as", user)
+		if assert.Equal(c, cli.ExitNo, exitCode(err), "%v: %s", err, stderr) && assert.NoError(c, json.Unmarshal([]byte(out), &r)) {
 			report = r
 			assert.Empty(c, report.Notes)
 		}
@@ -107,12 +109,26 @@ func TestKubectlOriaPlan(t *testing.T) {
 	assert.Equal(t, cli.RoleExisting, report.Templates[0].Roles[0].Source)
 	assert.Equal(t, []string{ns1 + "/" + binding.BindingName(si.Name, "admin") + " admin User " + user}, predicted(nil, report),
 		"what it would write is shown")
-	out, _, err := runPlugin(t, "", "plan", "-f", file, "--as", user)
-	require.NoError(t, err)
+	out, stderr, err := runPlugin(t, "", "plan", "-f", file, "--as", user)
+	assert.Equal(t, cli.ExitNo, exitCode(err), "refused: exit code 2 (%v)", err)
+	assert.Contains(t, stderr, "Error: 1 of 1 objects REFUSED")
 	t.Logf("kubectl oria plan, refused:\n%s", out)
 	assert.Contains(t, out, "REFUSED: "+guardDenied)
 	gone(t, si)
 	assert.Empty(t, instanceBindings(t, si.Name))
+}
+
+// exitCode is the exit code of a command that returned err (-1 when it did
+// not run).
+func exitCode(err error) int {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.ExitCode()
+	}
+	return -1
 }
 
 // writeObjects writes objs as a YAML file of their own and returns its path.

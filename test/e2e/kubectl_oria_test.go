@@ -179,6 +179,9 @@ func policy(t *testing.T, ext string, access oriav1alpha1.Access, subject rbacv1
 	return p.Name
 }
 
+// pluginVersion is the version the suite's plugin is stamped with.
+const pluginVersion = "v0.0.0-e2e"
+
 var (
 	pluginOnce sync.Once
 	pluginBin  string
@@ -197,7 +200,9 @@ func kubectlOria(t *testing.T, args ...string) string {
 			return
 		}
 		pluginBin = filepath.Join(dir, "kubectl-oria")
-		cmd := exec.Command("go", "build", "-o", pluginBin, "./cmd/kubectl-oria")
+		// Stamped with a version, as make build does: kubectl oria check
+		// compares it with the server's.
+		cmd := exec.Command("go", "build", "-ldflags", "-X github.com/operator-framework/oria/internal/cli.Version="+pluginVersion, "-o", pluginBin, "./cmd/kubectl-oria")
 		cmd.Dir = localcluster.RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			pluginErr = fmt.Errorf("building kubectl-oria: %w\n%s", err, out)

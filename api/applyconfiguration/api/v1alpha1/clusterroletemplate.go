@@ -38,9 +38,9 @@ type ClusterRoleTemplateApplyConfiguration struct {
 	// reconcile and across restarts.
 	GenerateName *string `json:"generateName,omitempty"`
 	// rules are the policy rules of an inline role. They may name
-	// cluster-scoped resources and non-resource URLs (the design leaves this
-	// open); such rules take effect only where the template is bound
-	// cluster-wide, because a RoleBinding grants namespaced access only.
+	// cluster-scoped resources and non-resource URLs; such rules take effect
+	// only where the template is bound cluster-wide, because a RoleBinding
+	// grants namespaced access only.
 	Rules []v1.PolicyRule `json:"rules,omitempty"`
 }
 

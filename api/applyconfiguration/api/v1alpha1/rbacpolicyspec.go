@@ -47,7 +47,8 @@ type RBACPolicySpecApplyConfiguration struct {
 	// access is the level granted on each covered API: view (get, list,
 	// watch), edit (view plus create, update, patch, delete) or admin (every
 	// verb, "*"). Each level also grants get on the API's own
-	// CustomResourceDefinition, so `kubectl explain` works.
+	// CustomResourceDefinition, as OLM v0 did (`kubectl explain` needs no
+	// grant: it reads the schema every authenticated user may read).
 	Access *apiv1alpha1.Access `json:"access,omitempty"`
 	// subjects are the users, groups and ServiceAccounts to grant access to.
 	// A ServiceAccount needs its namespace.
