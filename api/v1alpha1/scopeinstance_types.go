@@ -210,6 +210,14 @@ type ScopeInstanceStatus struct {
 	// +kubebuilder:default=0
 	BoundNamespaceCount int32 `json:"boundNamespaceCount"`
 
+	// partiallyBoundNamespaceCount is the number of target namespaces where
+	// some of the instance's RoleBindings are in place but not all (a
+	// ServiceAccount ceiling refuses the others, or they failed): they
+	// grant part of the template there, and are not in boundNamespaces
+	// (nor published).
+	// +optional
+	PartiallyBoundNamespaceCount int32 `json:"partiallyBoundNamespaceCount,omitempty"`
+
 	// publication reports what spec.publication published and the last
 	// restart it caused.
 	// +optional
@@ -272,6 +280,7 @@ type PublicationStatus struct {
 // +kubebuilder:printcolumn:name=Template,type=string,JSONPath=`.spec.scopeTemplateName`
 // +kubebuilder:printcolumn:name=Scope,type=string,JSONPath=`.status.scope`
 // +kubebuilder:printcolumn:name=Namespaces,type=integer,JSONPath=`.status.boundNamespaceCount`
+// +kubebuilder:printcolumn:name=Partial,type=integer,JSONPath=`.status.partiallyBoundNamespaceCount`
 // +kubebuilder:printcolumn:name=Published,type=integer,JSONPath=`.status.publication.namespaces`,priority=1
 // +kubebuilder:printcolumn:name=Restarted,type=date,JSONPath=`.status.publication.lastRestartTime`,priority=1
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

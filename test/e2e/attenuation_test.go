@@ -96,6 +96,7 @@ func TestAttenuatedScopeInstance(t *testing.T) {
 	}, time.Minute, 200*time.Millisecond)
 	t.Log(meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady).Message)
 	assert.Empty(t, si.Status.BoundNamespaces, "no namespace has every binding")
+	assert.EqualValues(t, 3, si.Status.PartiallyBoundNamespaceCount, "the bindings the ceiling allows are in place in the three namespaces")
 	forbiddenWarningArrives(t, si)
 	for _, ns := range []string{"widgets-a", "widgets-b", "widgets-c"} {
 		assert.False(t, can(t, operator("get", "secrets", ns)), "secrets granted in %s beyond the ceiling", ns)

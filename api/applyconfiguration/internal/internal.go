@@ -300,6 +300,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: observedGeneration
       type:
         scalar: numeric
+    - name: partiallyBoundNamespaceCount
+      type:
+        scalar: numeric
     - name: publication
       type:
         namedType: com.github.operator-framework.oria.api.v1alpha1.PublicationStatus

@@ -50,6 +50,7 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 	}
 	st.BoundNamespaces = res.bound
 	st.BoundNamespaceCount = int32(len(st.BoundNamespaces))
+	st.PartiallyBoundNamespaceCount = int32(partialNamespaces(res.bound, res.ensuredRBs))
 	st.Publication = res.published.Status
 	st.NamespaceUIDs = p.pins
 	switch {
@@ -146,7 +147,30 @@ func boundWhere(p *plan, st oriav1alpha1.ScopeInstanceStatus) string {
 	if p.targets.Cluster {
 		return fmt.Sprintf("%d ClusterRole(s) bound cluster-wide", len(p.roles))
 	}
+	if n := st.PartiallyBoundNamespaceCount; n > 0 {
+		return fmt.Sprintf("%d ClusterRole(s) bound in %d namespace(s), in part in %d more", len(p.roles), len(st.BoundNamespaces), n)
+	}
 	return fmt.Sprintf("%d ClusterRole(s) bound in %d namespace(s)", len(p.roles), len(st.BoundNamespaces))
+}
+
+// partialNamespaces counts the namespaces not in bound (sorted) where some
+// intended RoleBinding is in place (ensured: the outcomes of the intended
+// RoleBindings).
+func partialNamespaces(bound []string, ensured []engine.Outcome) int {
+	var some map[string]bool
+	for _, o := range ensured {
+		switch o.Action {
+		case engine.Unchanged, engine.Created, engine.Updated, engine.Replaced:
+			if _, in := slices.BinarySearch(bound, o.Namespace); in || o.Namespace == "" {
+				continue
+			}
+			if some == nil {
+				some = map[string]bool{}
+			}
+			some[o.Namespace] = true
+		}
+	}
+	return len(some)
 }
 
 // boundNamespaces returns the target namespaces where every intended

@@ -186,3 +186,17 @@ func TestRoutineChange(t *testing.T) {
 		})
 	}
 }
+
+func TestPartialNamespaces(t *testing.T) {
+	ensured := []engine.Outcome{
+		{Namespace: "a", Action: engine.Unchanged}, {Namespace: "a", Action: engine.Created},
+		{Namespace: "b", Action: engine.Created}, {Namespace: "b", Action: engine.Forbidden},
+		{Namespace: "c", Action: engine.Forbidden}, {Namespace: "d", Action: engine.Failed}, {Namespace: "d", Action: engine.Updated},
+	}
+	if got := partialNamespaces([]string{"a"}, ensured); got != 2 {
+		t.Errorf("partialNamespaces = %d, want 2 (b and d: some bindings in place, not all)", got)
+	}
+	if got := partialNamespaces([]string{"a", "b", "d"}, ensured); got != 0 {
+		t.Errorf("partialNamespaces = %d, want 0", got)
+	}
+}

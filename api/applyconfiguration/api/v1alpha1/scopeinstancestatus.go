@@ -46,6 +46,12 @@ type ScopeInstanceStatusApplyConfiguration struct {
 	// boundNamespaceCount is the length of boundNamespaces (0, not absent,
 	// when none: kubectl shows 0).
 	BoundNamespaceCount *int32 `json:"boundNamespaceCount,omitempty"`
+	// partiallyBoundNamespaceCount is the number of target namespaces where
+	// some of the instance's RoleBindings are in place but not all (a
+	// ServiceAccount ceiling refuses the others, or they failed): they
+	// grant part of the template there, and are not in boundNamespaces
+	// (nor published).
+	PartiallyBoundNamespaceCount *int32 `json:"partiallyBoundNamespaceCount,omitempty"`
 	// publication reports what spec.publication published and the last
 	// restart it caused.
 	Publication *PublicationStatusApplyConfiguration `json:"publication,omitempty"`
@@ -107,6 +113,14 @@ func (b *ScopeInstanceStatusApplyConfiguration) WithBoundNamespaces(values ...st
 // If called multiple times, the BoundNamespaceCount field is set to the value of the last call.
 func (b *ScopeInstanceStatusApplyConfiguration) WithBoundNamespaceCount(value int32) *ScopeInstanceStatusApplyConfiguration {
 	b.BoundNamespaceCount = &value
+	return b
+}
+
+// WithPartiallyBoundNamespaceCount sets the PartiallyBoundNamespaceCount field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PartiallyBoundNamespaceCount field is set to the value of the last call.
+func (b *ScopeInstanceStatusApplyConfiguration) WithPartiallyBoundNamespaceCount(value int32) *ScopeInstanceStatusApplyConfiguration {
+	b.PartiallyBoundNamespaceCount = &value
 	return b
 }
 
