@@ -91,10 +91,13 @@ func ObserveWrites(kind string, outcomes []engine.Outcome) {
 	for _, o := range outcomes {
 		if a, ok := actions[o.Action]; ok {
 			writes.WithLabelValues(kind, a).Inc()
-		} else if o.Action == engine.Failed {
+		} else if o.Action == engine.Failed && !apierrors.IsConflict(o.Err) {
 			// A Forbidden outcome (an attenuating ServiceAccount may not
 			// grant it) is a standing state, counted by the objects' Ready
-			// reason, not an event to count at every recheck.
+			// reason, not an event to count at every recheck. An update
+			// that lost an optimistic-concurrency race (409: the object
+			// changed since it was read) is not a refusal: the reconcile
+			// reads again and retries at once.
 			writeErrors.WithLabelValues(kind, errorReason(o.Err)).Inc()
 		}
 	}

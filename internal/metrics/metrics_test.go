@@ -107,6 +107,7 @@ func TestObserveWrites(t *testing.T) {
 		{Action: engine.Created}, {Action: engine.Created}, {Action: engine.Unchanged},
 		{Action: engine.Conflict}, {Action: engine.Failed, Err: forbidden}, {Action: engine.Forbidden, Err: fmt.Errorf("creating: %w", forbidden)},
 		{Action: engine.Failed, Err: errors.New("dial")}, {Action: engine.Skipped},
+		{Action: engine.Failed, Err: fmt.Errorf("updating: %w", apierrors.NewConflict(schema.GroupResource{Resource: "scopetemplates"}, "x", errors.New("modified")))},
 	})
 	if d := testutil.ToFloat64(writes.WithLabelValues("RoleBinding", "created")) - before; d != 2 {
 		t.Errorf("created writes grew by %v, want 2", d)
@@ -119,6 +120,10 @@ func TestObserveWrites(t *testing.T) {
 	}
 	if d := testutil.ToFloat64(writeErrors.WithLabelValues("RoleBinding", "Unknown")) - beforeUnknown; d != 1 {
 		t.Errorf("Unknown write errors grew by %v, want 1", d)
+	}
+	// A lost optimistic-concurrency race is retried at once, not refused.
+	if d := testutil.ToFloat64(writeErrors.WithLabelValues("RoleBinding", "Conflict")); d != 0 {
+		t.Errorf("Conflict write errors = %v, want 0", d)
 	}
 }
 

@@ -214,6 +214,17 @@ func refusedWrites(t *testing.T, template string) {
 	}, time.Minute, testutil.Interval)
 	require.NoError(t, k8sClient.Delete(ctx, si))
 	testutil.EventuallyGone(t, k8sClient, si)
+	// A reconcile of the instance still in flight may be refused once more:
+	// the errors have stopped once the counter stands still for a while.
+	last, since := -1.0, time.Now()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		status, body := httpGet(oria.MetricsURL)
+		require.Equal(c, 200, status)
+		if v := parseScrape(c, body)[refusedSeries]; v != last {
+			last, since = v, time.Now()
+		}
+		assert.Greater(c, time.Since(since), 3*time.Second, "%s still moving", refusedSeries)
+	}, time.Minute, 500*time.Millisecond)
 }
 
 // ceilingWrites is what a ceiling ServiceAccount needs to write bindings.
