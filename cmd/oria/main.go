@@ -23,6 +23,7 @@ import (
 	"github.com/operator-framework/oria/internal/controller"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/metrics"
+	"github.com/operator-framework/oria/internal/servingcert"
 )
 
 const (
@@ -121,7 +122,19 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&cfg.opts.WebhookPort, "webhook-port", defaultWebhookPort,
 		"Port of the escalation guard, the validating webhook for oria's kinds; 0 disables it (only where its ValidatingWebhookConfiguration is not installed).")
 	fs.StringVar(&cfg.opts.WebhookHost, "webhook-host", "", "Address the escalation guard listens on; empty means every interface.")
-	fs.StringVar(&cfg.opts.WebhookCertDir, "webhook-cert-dir", defaultWebhookCertDir, "Directory with the escalation guard's serving certificate (tls.crt, tls.key).")
+	fs.StringVar(&cfg.opts.WebhookCertDir, "webhook-cert-dir", defaultWebhookCertDir,
+		"Directory with the escalation guard's serving certificate (tls.crt, tls.key); with --cert-management=internal oria writes it there (a writable directory, e.g. an emptyDir).")
+	var certMode string
+	fs.StringVar(&certMode, "cert-management", string(servingcert.External),
+		"Who provides the escalation guard's serving certificate: external (tls.crt and tls.key in --webhook-cert-dir, e.g. from cert-manager) or internal "+
+			"(oria makes and rotates a CA and certificate in the Secret --webhook-secret-name of its namespace, keeps the caBundle of --webhook-configuration-name in sync, "+
+			"and every replica serves from that Secret; config/default sets it).")
+	fs.StringVar(&cfg.opts.Certificates.SecretName, "webhook-secret-name", servingcert.DefaultSecretName,
+		"With --cert-management=internal: the Secret, in oria's namespace, holding the CA and the serving certificate.")
+	fs.StringVar(&cfg.opts.Certificates.ServiceName, "webhook-service-name", servingcert.DefaultServiceName,
+		"With --cert-management=internal: the Service, in oria's namespace, the API server calls the guard through; the certificate is for <service>.<namespace>.svc.")
+	fs.StringVar(&cfg.opts.Certificates.WebhookConfigurationName, "webhook-configuration-name", servingcert.DefaultWebhookConfigurationName,
+		"With --cert-management=internal: the ValidatingWebhookConfiguration whose caBundle oria keeps in sync.")
 	cfg.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -143,6 +156,11 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if cfg.burst < 1 {
 		return nil, fmt.Errorf("invalid --kube-api-burst %d: must be at least 1", cfg.burst)
 	}
+	certs, err := servingcert.ParseMode(certMode)
+	if err != nil {
+		return nil, err
+	}
+	cfg.opts.CertManagement = certs
 	if cfg.opts.WebhookPort < 0 || cfg.opts.WebhookPort > 65535 {
 		return nil, fmt.Errorf("invalid --webhook-port %d: must be a port number, or 0 to disable the escalation guard", cfg.opts.WebhookPort)
 	}
@@ -185,6 +203,9 @@ func run(cfg *config) error {
 	if cfg.opts.LeaderElection && cfg.opts.LeaderElectionNamespace == "" {
 		cfg.opts.LeaderElectionNamespace = podNamespace()
 	}
+	if cfg.opts.CertManagement == servingcert.Internal {
+		cfg.opts.Certificates.Namespace = podNamespace()
+	}
 	if err := checkServingCert(cfg.opts); err != nil {
 		return err
 	}
@@ -209,7 +230,7 @@ func run(cfg *config) error {
 	}
 	ctrl.Log.Info("starting oria", append([]any{"version", Version(), "defaultRBACMode", cfg.opts.DefaultRBACMode,
 		"maxConcurrentReconciles", cfg.opts.MaxConcurrentReconciles,
-		"webhookPort", cfg.opts.WebhookPort, "webhookCertDir", cfg.opts.WebhookCertDir,
+		"webhookPort", cfg.opts.WebhookPort, "webhookCertDir", cfg.opts.WebhookCertDir, "certManagement", cfg.opts.CertManagement,
 		"metrics", cfg.opts.MetricsBindAddress, "metricsSecure", cfg.opts.MetricsSecure,
 		"leaderElection", cfg.opts.LeaderElection, "leaseDuration", cfg.opts.LeaseDuration,
 		"renewDeadline", cfg.opts.RenewDeadline, "retryPeriod", cfg.opts.RetryPeriod}, limit...)...)
@@ -219,13 +240,14 @@ func run(cfg *config) error {
 // checkServingCert explains a missing serving certificate up front, rather
 // than as a webhook server failing to start.
 func checkServingCert(opts manager.Options) error {
-	if opts.WebhookPort == 0 {
+	if opts.WebhookPort == 0 || opts.CertManagement == servingcert.Internal {
 		return nil
 	}
 	for _, f := range []string{"tls.crt", "tls.key"} {
 		if _, err := os.Stat(filepath.Join(opts.WebhookCertDir, f)); err != nil {
 			return fmt.Errorf("the escalation guard (--webhook-port=%d) needs its serving certificate in --webhook-cert-dir=%s: %w "+
-				"(config/default has cert-manager issue it; `make run` generates one; --webhook-port=0 disables the guard where its webhook configuration is not installed)",
+				"(--cert-management=internal has oria make it, as config/default does; config/default-certmanager has cert-manager issue it; `make run` generates one; "+
+				"--webhook-port=0 disables the guard where its webhook configuration is not installed)",
 				opts.WebhookPort, opts.WebhookCertDir, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/servingcert"
 )
 
 func TestParseFlagsDefaults(t *testing.T) {
@@ -117,5 +118,36 @@ func TestParseFlagsInvalid(t *testing.T) {
 				t.Fatalf("parseFlags(%v) error = %v, want it to contain %q", tc.args, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestParseFlagsCertManagement(t *testing.T) {
+	cfg, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// External by default: `make run`, the local cluster and the tests
+	// provide the certificate; config/default sets internal.
+	if cfg.opts.CertManagement != servingcert.External {
+		t.Errorf("default --cert-management = %q, want external", cfg.opts.CertManagement)
+	}
+	if c := cfg.opts.Certificates; c.SecretName != servingcert.DefaultSecretName || c.ServiceName != servingcert.DefaultServiceName ||
+		c.WebhookConfigurationName != servingcert.DefaultWebhookConfigurationName {
+		t.Errorf("default certificate names: %+v", c)
+	}
+	cfg, err = parseFlags([]string{"--cert-management=internal", "--webhook-secret-name=s", "--webhook-service-name=svc", "--webhook-configuration-name=hook"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cfg.opts.Certificates; cfg.opts.CertManagement != servingcert.Internal || c.SecretName != "s" || c.ServiceName != "svc" || c.WebhookConfigurationName != "hook" {
+		t.Errorf("internal: %q %+v", cfg.opts.CertManagement, c)
+	}
+	// Internal: no certificate is needed up front.
+	cfg.opts.WebhookCertDir = t.TempDir()
+	if err := checkServingCert(cfg.opts); err != nil {
+		t.Errorf("internal certificate management needs no certificate up front: %v", err)
+	}
+	if _, err := parseFlags([]string{"--cert-management=cert-manager"}, io.Discard); err == nil || !strings.Contains(err.Error(), `invalid --cert-management "cert-manager"`) {
+		t.Errorf("an invalid --cert-management: %v", err)
 	}
 }

@@ -2,15 +2,17 @@
 // its caches: the scheme, the cache filters that keep memory flat on large
 // clusters (oria-labelled RBAC only, metadata-only CRDs, the lean binding
 // transform, a watch connection of its own), the bundle-role cache, the
-// client rate limit, the metrics server and the health checks. cmd/oria and
-// the test suites share it so that tests run with the same cache as
-// production. What the controllers look up through the cache is
+// client rate limit, the metrics server, the health checks and, with
+// --cert-management=internal, the guard's own serving certificate
+// (internal/servingcert). cmd/oria and the test suites share it so that
+// tests run with the same cache as production. What the controllers look up through the cache is
 // internal/lookup; the controllers are registered by
 // internal/controller.SetupAll (they import this package, so it cannot
 // import them).
 package manager
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"time"
@@ -31,6 +33,7 @@ import (
 	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/scheme"
+	"github.com/operator-framework/oria/internal/servingcert"
 )
 
 // LeaderElectionID is the name of the Lease oria replicas elect a leader with.
@@ -132,6 +135,13 @@ type Options struct {
 	// WebhookCertDir holds the guard's serving certificate, tls.crt and
 	// tls.key.
 	WebhookCertDir string
+	// CertManagement says who provides that certificate:
+	// servingcert.External (empty means the same: files in WebhookCertDir)
+	// or servingcert.Internal (oria, which writes them there).
+	CertManagement servingcert.Mode
+	// Certificates names what internal certificate management manages;
+	// New sets its CertDir, Host and Port from the three above.
+	Certificates servingcert.Options
 }
 
 // Scheme returns a scheme with every type oria reads or writes
@@ -196,8 +206,17 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	var webhookServer webhook.Server
+	var certs *servingcert.Manager
 	if opts.WebhookPort != 0 {
 		webhookServer = webhook.NewServer(webhook.Options{Host: opts.WebhookHost, Port: opts.WebhookPort, CertDir: opts.WebhookCertDir})
+		if opts.CertManagement == servingcert.Internal {
+			co := opts.Certificates
+			co.CertDir, co.Host, co.Port = opts.WebhookCertDir, opts.WebhookHost, opts.WebhookPort
+			if certs, err = servingcert.New(co); err != nil {
+				return nil, fmt.Errorf("internal certificate management: %w", err)
+			}
+			webhookServer = certs.Gate(webhookServer)
+		}
 	}
 	cacheOpts, err := CacheOptions(cfg)
 	if err != nil {
@@ -234,8 +253,24 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			return nil, fmt.Errorf("adding webhook readyz check: %w", err)
 		}
 	}
+	if certs != nil {
+		// Ready only while the certificate served is the one the API
+		// server trusts (internal/servingcert).
+		ctx, cancel := context.WithTimeout(context.Background(), certSetupTimeout)
+		defer cancel()
+		if err := certs.Setup(ctx, mgr); err != nil {
+			return nil, fmt.Errorf("setting up the serving certificate: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("webhook-certificate", certs.Checker()); err != nil {
+			return nil, fmt.Errorf("adding webhook certificate readyz check: %w", err)
+		}
+	}
 	return mgr, nil
 }
+
+// certSetupTimeout bounds the API requests of internal certificate
+// management's setup (reading, or creating, its Secret).
+const certSetupTimeout = 30 * time.Second
 
 func orDefault(d, def time.Duration) *time.Duration {
 	if d <= 0 {

@@ -45,7 +45,9 @@ const (
 //   - admission keeps working while one replica is down, before the
 //     takeover too: every replica serves the guard, leader or not;
 //   - a graceful stop (SIGTERM) hands over in seconds: the Lease is
-//     released at once.
+//     released at once;
+//   - every replica serves the same certificate, its Secret's (oria makes
+//     it: --cert-management=internal), before and after each takeover.
 //
 // It prints the seconds each takeover took.
 func TestHighAvailability(t *testing.T) {
@@ -53,7 +55,7 @@ func TestHighAvailability(t *testing.T) {
 	d, _ := deployment(t)
 	ports, err := localcluster.FreePorts(2)
 	require.NoError(t, err)
-	proxy := startProxy(t, fmt.Sprintf("%s:%d", cluster.Webhook.Host, cluster.Webhook.Port),
+	proxy := startProxy(t, fmt.Sprintf("%s:%d", webhookHost, webhookPort),
 		fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]))
 	lease := client.ObjectKey{Namespace: d.Namespace, Name: manager.LeaderElectionID}
 	start := func(name string, port int) *oriaproc.Process {
@@ -74,6 +76,11 @@ func TestHighAvailability(t *testing.T) {
 	first := waitHolder(t, lease, "")
 	requireLeader(t, a)
 	b = start("replica-b", ports[1])
+	shared := waitServing(t, ports, nil)
+	same := func(c *assert.CollectT, s serving) {
+		assert.Equal(c, shared.uid, s.uid, "the same Secret")
+		assert.Equal(c, string(shared.cert), string(s.cert), "the same certificate")
+	}
 
 	// The fan-out.
 	sel := testutil.UniqueName("ha")
@@ -108,10 +115,12 @@ func TestHighAvailability(t *testing.T) {
 	killTakeover := time.Since(killed)
 	assert.Less(t, admitted.Sub(killed), killTakeover, "the guard answered before the takeover: it does not depend on the leader")
 	requireLeader(t, b)
+	waitServing(t, ports[1:], same)
 	waitExact(t, instances, nsNames)
 
 	// A graceful stop: the new leader releases the Lease at once.
 	a = start("replica-a-again", ports[0])
+	waitServing(t, ports, same)
 	stopped := time.Now()
 	require.NoError(t, b.Cmd.Process.Signal(syscall.SIGTERM))
 	admissionWorks(t, sel+"-during-stop")
@@ -120,6 +129,7 @@ func TestHighAvailability(t *testing.T) {
 	require.NotEqual(t, after, released)
 	requireLeader(t, a)
 	<-b.Done()
+	waitServing(t, ports[:1], same)
 	assert.Less(t, gracefulTakeover, 10*time.Second, "a graceful stop hands over within seconds")
 	t.Logf("webhook connections: %d went past a replica that was down", proxy.failovers())
 

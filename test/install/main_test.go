@@ -3,9 +3,17 @@
 // plane, and the oria binary run exactly as that install's Deployment runs
 // it — as its ServiceAccount (a token from TokenRequest, so with the
 // installed RBAC alone), with its arguments and its downward-API
-// environment, the serving certificate where the Deployment mounts it — once
-// (every controller and the escalation guard) and as two replicas (leader
-// election: a killed leader, a graceful stop, admission meanwhile).
+// environment, making its own serving certificate (--cert-management=internal:
+// no cert-manager) — once (every controller and the escalation guard), as
+// two replicas (leader election: a killed leader, a graceful stop, admission
+// meanwhile, one certificate), through certificate rotations, and starting
+// before its Secret exists.
+//
+// The API server calls the guard through the install's own
+// ValidatingWebhookConfiguration and Service (webhook.go): the Service is
+// made an ExternalName for 127.0.0.1 (no pod network here) and the webhook's
+// port a free one, so that the API server checks the certificate for the
+// Service's name, as on a cluster.
 //
 // By default the suite renders the install itself, with the same code as
 // `make build-installer IMG=example.com/oria:v0.1.0`; ORIA_INSTALL_YAML=path
@@ -54,7 +62,7 @@ const testImage = "example.com/oria:v0.1.0"
 
 var (
 	// cluster is the local control plane, with kube-controller-manager and
-	// the escalation guard's webhook configuration (failurePolicy Fail).
+	// (from setup) the install's webhook configuration (failurePolicy Fail).
 	cluster *localcluster.Cluster
 	// k8sClient is a cluster-admin client with oria's scheme.
 	k8sClient client.Client
@@ -72,7 +80,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "rendering the install: %v\n", err)
 		os.Exit(1)
 	}
-	testutil.RunMain(m, &cluster, localcluster.Options{ControllerManager: true, Webhook: true}, setup)
+	testutil.RunMain(m, &cluster, localcluster.Options{ControllerManager: true}, setup)
 }
 
 // renderedInstall decodes $ORIA_INSTALL_YAML, or renders config/default
@@ -109,9 +117,10 @@ func decodeAll(b []byte) ([]*unstructured.Unstructured, error) {
 }
 
 // setup builds oria and installs, for real, what running it as the
-// install's ServiceAccount needs: the Namespace, the ServiceAccount and the
-// RBAC. (The CRDs are installed by the local control plane; the dry-run test
-// checks the rendered ones.)
+// install's ServiceAccount needs: the Namespace, the ServiceAccount, the
+// RBAC, and the escalation guard's webhook configuration and Service
+// (installWebhook). (The CRDs are installed by the local control plane; the
+// dry-run test checks the rendered ones.)
 func setup() (func(int), error) {
 	var err error
 	if workDir, err = os.MkdirTemp("", "oria-install-"); err != nil {
@@ -131,6 +140,9 @@ func setup() (func(int), error) {
 				return nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
 			}
 		}
+	}
+	if err := installWebhook(ctx); err != nil {
+		return nil, err
 	}
 	return func(int) { _ = os.RemoveAll(workDir) }, nil
 }
@@ -190,33 +202,26 @@ func serviceAccountKubeconfig(t testing.TB) string {
 }
 
 // replica is how a test runs one oria pod of the install: its webhook
-// port, and the name of its log.
+// port, the name of its log, and its certificate directory (the pod's
+// emptyDir; <workDir>/<name>-certs when empty).
 type replica struct {
 	name        string
 	webhookPort int
+	certDir     string
 }
 
 // startAsDeployment runs oria as the install's Deployment runs it: the
 // container's arguments and environment (the downward API evaluated: the
 // pod's namespace, the container's memory limit in bytes), as the
-// ServiceAccount. Only what differs between a pod and a process on this
-// machine is changed: metrics and probes listen on free loopback ports
-// (oriaproc), the guard on r.webhookPort, and the certificate, which the
-// Deployment mounts at oria's default --webhook-cert-dir, is read from the
-// local control plane's (TestRenderedInstall checks the mount path).
+// ServiceAccount, and waits until it is ready. Only what differs between a
+// pod and a process on this machine is changed: metrics and probes listen on
+// free loopback ports (oriaproc), the guard on 127.0.0.1:r.webhookPort, and
+// the certificate directory, the Deployment's emptyDir at oria's default
+// --webhook-cert-dir (TestRenderedInstall checks the mount), is a directory
+// of the replica's own.
 func startAsDeployment(t testing.TB, kubeconfig string, r replica) *oriaproc.Process {
 	t.Helper()
-	d, c := deployment(t)
-	args := slices.DeleteFunc(slices.Clone(c.Args), func(a string) bool {
-		return strings.HasPrefix(a, "--metrics-bind-address=") || strings.HasPrefix(a, "--health-probe-bind-address=")
-	})
-	args = append(args, "--webhook-host="+cluster.Webhook.Host, "--webhook-port="+strconv.Itoa(r.webhookPort), "--webhook-cert-dir="+cluster.Webhook.CertDir)
-	env := podEnv(t, d, c)
-	for k, v := range env {
-		t.Setenv(k, v) // oriaproc passes this process's environment on
-	}
-	t.Setenv("GOMEMLIMIT", "")
-	logPath := filepath.Join(workDir, r.name+".log")
+	args, logPath := asDeployment(t, r)
 	p, err := oriaproc.Start(context.Background(), oriaBin, kubeconfig, logPath, args...)
 	if err != nil {
 		tail(t, logPath)
@@ -224,6 +229,26 @@ func startAsDeployment(t testing.TB, kubeconfig string, r replica) *oriaproc.Pro
 	require.NoError(t, err, "starting oria as the Deployment (%s)", r.name)
 	t.Cleanup(p.Stop)
 	return p
+}
+
+// asDeployment returns the arguments oria runs with as r (see
+// startAsDeployment) and the path of its log, and sets the pod's
+// environment for the test.
+func asDeployment(t testing.TB, r replica) (args []string, logPath string) {
+	t.Helper()
+	d, c := deployment(t)
+	args = slices.DeleteFunc(slices.Clone(c.Args), func(a string) bool {
+		return strings.HasPrefix(a, "--metrics-bind-address=") || strings.HasPrefix(a, "--health-probe-bind-address=")
+	})
+	if r.certDir == "" {
+		r.certDir = filepath.Join(workDir, r.name+"-certs")
+	}
+	args = append(args, "--webhook-host="+webhookHost, "--webhook-port="+strconv.Itoa(r.webhookPort), "--webhook-cert-dir="+r.certDir)
+	for k, v := range podEnv(t, d, c) {
+		t.Setenv(k, v) // oriaproc passes this process's environment on
+	}
+	t.Setenv("GOMEMLIMIT", "")
+	return args, filepath.Join(workDir, r.name+".log")
 }
 
 // podEnv evaluates the container's environment as the kubelet would: plain

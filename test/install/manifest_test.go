@@ -16,7 +16,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -31,8 +30,8 @@ const oriaDefaultCertDir = "/tmp/k8s-webhook-server/serving-certs"
 // cluster: the image, high availability (two replicas, a
 // PodDisruptionBudget, spread over nodes, leader election, a rollout that
 // keeps both), the memory limit handed to oria, and that the webhook's
-// Service reaches the pods' webhook port with the certificate cert-manager
-// issues, mounted where oria reads it.
+// Service reaches the pods' webhook port, with the certificate oria makes
+// itself (no cert-manager).
 func TestRenderedInstall(t *testing.T) {
 	d, c := deployment(t)
 	want := testImage
@@ -84,7 +83,7 @@ func TestRenderedInstall(t *testing.T) {
 	assert.Equal(t, ptr.To(true), c.SecurityContext.ReadOnlyRootFilesystem)
 
 	// The guard: webhook -> Service -> the pods' webhook port, with the
-	// certificate's Secret mounted at oria's default --webhook-cert-dir.
+	// serving certificate oria makes (checkGuardCertificate).
 	hook := as[admissionregistrationv1.ValidatingWebhookConfiguration](t, find(t, "ValidatingWebhookConfiguration"))
 	require.Len(t, hook.Webhooks, 1)
 	ref := hook.Webhooks[0].ClientConfig.Service
@@ -103,18 +102,7 @@ func TestRenderedInstall(t *testing.T) {
 	assert.True(t, slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool {
 		return p.Name == svc.Spec.Ports[0].TargetPort.String() && p.ContainerPort == 9443
 	}), "the Service's targetPort %s is the container's port 9443 (oria's default --webhook-port)", svc.Spec.Ports[0].TargetPort.String())
-	mount := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == oriaDefaultCertDir })
-	require.GreaterOrEqual(t, mount, 0, "the serving certificate is mounted at %s", oriaDefaultCertDir)
-	vol := slices.IndexFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == c.VolumeMounts[mount].Name })
-	require.GreaterOrEqual(t, vol, 0)
-	secret := d.Spec.Template.Spec.Volumes[vol].Secret
-	require.NotNil(t, secret)
-	cert := find(t, "Certificate")
-	certSecret, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
-	assert.Equal(t, certSecret, secret.SecretName, "the pods mount the Secret cert-manager issues")
-	assert.Equal(t, ref.Namespace+"/"+cert.GetName(), hook.Annotations["cert-manager.io/inject-ca-from"])
-	dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
-	assert.Contains(t, dns, ref.Name+"."+ref.Namespace+".svc", "the certificate names the Service the API server calls")
+	checkGuardCertificate(t, install, d, c, hook)
 	t.Logf("install: %d objects, image %s, %d replicas, memory %s/%s", len(install), c.Image, *d.Spec.Replicas, request.String(), limit.String())
 }
 

@@ -27,7 +27,7 @@ import (
 func TestInstalledOria(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
-	p := startAsDeployment(t, serviceAccountKubeconfig(t), replica{name: "single", webhookPort: cluster.Webhook.Port})
+	p := startAsDeployment(t, serviceAccountKubeconfig(t), replica{name: "single", webhookPort: webhookPort})
 	t.Cleanup(func() {
 		if t.Failed() {
 			tail(t, p.LogPath)
@@ -141,6 +141,7 @@ func TestInstalledOria(t *testing.T) {
 		assert.Contains(c, err.Error(), `needs "escalate"`)
 	})
 	testutil.Create(t, k8sClient, grab)
+	judged(t, "installed") // a delegated user's writes, judged through oria's own certificate
 
 	// Reverting: deleting the policy and switching the Legacy extension to
 	// Unmanaged remove what oria created for them.

@@ -51,6 +51,20 @@ func Build(root, dir string) (string, error) {
 // writing its output to logPath, and waits until /readyz answers 200 (at
 // most a minute).
 func Start(ctx context.Context, bin, kubeconfig, logPath string, args ...string) (*Process, error) {
+	p, err := Launch(bin, kubeconfig, logPath, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitReady(ctx, time.Minute); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Launch is Start without the wait: it returns once oria runs (HealthURL
+// is where to ask whether it is ready; args must not move it).
+func Launch(bin, kubeconfig, logPath string, args ...string) (*Process, error) {
 	ports, err := localcluster.FreePorts(3)
 	if err != nil {
 		return nil, err
@@ -82,27 +96,29 @@ func Start(ctx context.Context, bin, kubeconfig, logPath string, args ...string)
 		return nil, err
 	}
 	go func() { _ = p.Cmd.Wait(); logFile.Close(); close(p.done) }()
+	return p, nil
+}
 
+// WaitReady waits until /readyz answers 200, at most timeout.
+func (p *Process) WaitReady(ctx context.Context, timeout time.Duration) error {
 	httpc := &http.Client{Timeout: 5 * time.Second}
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.done:
-			return nil, fmt.Errorf("oria exited during start-up (%v); see %s", p.Cmd.ProcessState, logPath)
+			return fmt.Errorf("oria exited during start-up (%v); see %s", p.Cmd.ProcessState, p.LogPath)
 		case <-ctx.Done():
-			p.Stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 		if resp, err := httpc.Get(p.HealthURL + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p, nil
+				return nil
 			}
 		}
 	}
-	p.Stop()
-	return nil, fmt.Errorf("oria not ready within 1m; see %s", logPath)
+	return fmt.Errorf("oria not ready within %v; see %s", timeout, p.LogPath)
 }
 
 // Pid is oria's process id.
