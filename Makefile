@@ -17,6 +17,15 @@ IMG ?= oria:latest
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 VERSION_LDFLAGS := -X main.version=$(VERSION) -X github.com/operator-framework/oria/internal/cli.Version=$(VERSION)
 CONTAINER_TOOL ?= docker
+# `make image` / `make release`: the repository the printed reference and a release's
+# install.yaml name when IMG names no registry (IMG=oria:latest): the image is then only in
+# dist/image, to be pushed there later (`crane push dist/image ghcr.io/operator-framework/oria:v0.1.0`
+# or `skopeo copy --all oci:dist/image:v0.1.0 docker://ghcr.io/operator-framework/oria:v0.1.0`);
+# IMG=<registry>/oria:<tag> pushes while building. Timestamps are SOURCE_DATE_EPOCH if set, else
+# the commit time: two builds of one commit give the same digest.
+RELEASE_REPO ?= ghcr.io/operator-framework/oria
+# Where a release's files are downloaded from: the krew manifest's URIs are $(RELEASE_URL)/<archive>.
+RELEASE_URL ?= https://github.com/operator-framework/oria/releases/download/$(VERSION)
 KUBECTL ?= kubectl
 KUSTOMIZE := go run ./hack/kustomize
 
@@ -44,9 +53,9 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: build
-build: ## Build bin/oria and the kubectl plugin bin/kubectl-oria.
-	go build -o bin/oria ./cmd/oria
-	go build -o bin/kubectl-oria ./cmd/kubectl-oria
+build: ## Build bin/oria and the kubectl plugin bin/kubectl-oria, VERSION stamped.
+	go build -ldflags "$(VERSION_LDFLAGS)" -o bin/oria ./cmd/oria
+	go build -ldflags "$(VERSION_LDFLAGS)" -o bin/kubectl-oria ./cmd/kubectl-oria
 
 .PHONY: localcluster
 localcluster:
@@ -66,9 +75,18 @@ promtool: ## Build (once, cached outside the clone) promtool, which test/e2e run
 
 ##@ Run
 
+# `make run` stops (oria, then the local control plane) on Ctrl-C and on SIGINT or SIGTERM sent
+# to make alone. make passes SIGTERM on to the recipe, which execs localcluster; on SIGINT it waits
+# for the recipe and deletes its target, RUN_STOP_FILE, which localcluster creates and watches
+# (hack/localcluster/stop.go). Metrics and health probes listen on loopback only.
+RUN_STOP_FILE := $(CURDIR)/bin/.make-run
+
 .PHONY: run
-run: build localcluster controlplane ## Run oria: against $$KUBECONFIG if set, else on a local control plane under .local/.
-	bin/localcluster run --dir "$(LOCAL_DIR)" --assets "$$(hack/controlplane.sh)" -- bin/oria --metrics-bind-address=127.0.0.1:8080 --metrics-secure=false $(ARGS)
+run: $(RUN_STOP_FILE) ## Run oria: against the cluster of KUBECONFIG if set, else on a local control plane under .local/.
+
+$(RUN_STOP_FILE): build localcluster controlplane
+	exec bin/localcluster run --dir "$(LOCAL_DIR)" --assets "$$(hack/controlplane.sh)" --stop-file "$@" -- \
+		bin/oria --metrics-bind-address=127.0.0.1:8080 --metrics-secure=false --health-probe-bind-address=127.0.0.1:8081 $(ARGS)
 
 .PHONY: local-up
 local-up: localcluster controlplane ## Start the local control plane in the background (kubeconfig: .local/kubeconfig).
@@ -93,12 +111,22 @@ docker-build: ## Build oria's image IMG (default oria:latest) with VERSION stamp
 docker-push: ## Push IMG.
 	$(CONTAINER_TOOL) push $(IMG)
 
+.PHONY: image
+image: ## Build oria's image in Go, no daemon: linux/amd64+arm64 in dist/image (OCI layout), pushed if IMG names a registry; prints <repository>@<digest>.
+	go run ./hack/image -img '$(IMG)' -repo '$(RELEASE_REPO)' -version '$(VERSION)' -ldflags '-s -w $(VERSION_LDFLAGS)' -o dist/image
+
+.PHONY: release
+release: ## Release VERSION=vX.Y.Z in dist/: the image (as `make image`), install.yaml pinned to it by digest, kubectl-oria archives, krew manifest.
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]] || { echo "make release: want VERSION=vX.Y.Z, not '$(VERSION)'" >&2; exit 1; }
+	ref="$$($(MAKE) --no-print-directory -s image)" && $(MAKE) --no-print-directory build-installer IMG="$$ref"
+	go run ./hack/release -version '$(VERSION)' -url '$(RELEASE_URL)' -ldflags '-s -w $(VERSION_LDFLAGS)' -o dist
+
 .PHONY: build-installer
-build-installer: ## Write dist/install.yaml: CRDs, RBAC, Deployment, PodDisruptionBudget, webhook, cert-manager Certificate and Issuer, with image IMG.
-	$(KUSTOMIZE) -image $(IMG) -o dist/install.yaml config/default
+build-installer: ## Write dist/install.yaml: CRDs, RBAC, Deployment, PodDisruptionBudget, webhook (oria makes its certificate: no cert-manager), with image IMG.
+	$(KUSTOMIZE) -image $(IMG) -version $(VERSION) -o dist/install.yaml config/default
 
 .PHONY: deploy
-deploy: build-installer ## Install oria with image IMG on the cluster of $$KUBECONFIG (needs kubectl and cert-manager).
+deploy: build-installer ## Install oria with image IMG on the cluster of KUBECONFIG (needs kubectl).
 	$(KUBECTL) apply --server-side -f dist/install.yaml
 
 .PHONY: undeploy
@@ -108,8 +136,19 @@ undeploy: ## Remove what `make deploy` installed (the CRDs too, and with them ev
 ##@ Test
 
 .PHONY: test
-test: controlplane olm promtool verify ## Everything: checks, unit, integration (envtest) and end-to-end tests.
+test: controlplane olm promtool verify fuzz ## Everything: checks, fuzzing, unit, integration (envtest) and end-to-end tests.
 	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" ORIA_PROMTOOL="$$(hack/promtool.sh)" go test $(GO_TEST_FLAGS) ./...
+
+# How long `make fuzz` runs each fuzz target (five targets: 50 s in all, plus building each).
+FUZZTIME ?= 10s
+
+.PHONY: fuzz
+fuzz: ## Run each Go fuzz target for FUZZTIME (default 10s): the guard's decoding, the pure "what does this grant, where" functions.
+	go test -short -run='^$$' -fuzz='^FuzzScopeInstanceSpecUnmarshalJSON$$' -fuzztime=$(FUZZTIME) ./api/v1alpha1
+	go test -short -run='^$$' -fuzz='^FuzzInstanceBindings$$' -fuzztime=$(FUZZTIME) ./internal/binding
+	go test -short -run='^$$' -fuzz='^FuzzValidateTemplate$$' -fuzztime=$(FUZZTIME) ./internal/binding
+	go test -short -run='^$$' -fuzz='^FuzzCompile$$' -fuzztime=$(FUZZTIME) ./internal/policy
+	go test -short -run='^$$' -fuzz='^FuzzGuardDecode$$' -fuzztime=$(FUZZTIME) ./internal/admission
 
 .PHONY: verify
 verify: ## Fail if gofmt, go vet, go mod tidy or generated files are stale.
