@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// UnmarshalJSON decodes a ScopeInstanceSpec. It exists for one compatibility
-// rule: the design document that introduced ScopeInstance writes its
-// namespaceSelector as bare labels (`namespaceSelector: {fooKey: barValue}`)
-// rather than as a metav1.LabelSelector. The CRD keeps unknown fields under
+// UnmarshalJSON decodes a ScopeInstanceSpec. It exists for one shorthand:
+// a namespaceSelector written as bare labels (`namespaceSelector: {fooKey:
+// barValue}`, as the first ScopeInstance examples wrote it) rather than as
+// a metav1.LabelSelector. The CRD keeps unknown fields under
 // namespaceSelector (x-kubernetes-preserve-unknown-fields), and this decoder
 // reads every key other than matchLabels and matchExpressions as the
 // requirement "key In [value]", ANDed with the rest of the selector. A value

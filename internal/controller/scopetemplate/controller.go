@@ -4,7 +4,7 @@
 // existing roles by name) and the subjects to bind them to. This controller
 // validates the template and owns its inline ClusterRoles: they exist only
 // while at least one ScopeInstance uses the template, and are deleted when
-// none does (as the design document asks). Referenced roles are never
+// none does. Referenced roles are never
 // touched. The ScopeInstance controller writes the bindings.
 //
 // The status reports validity (Ready with reason Valid, InvalidSpec,
