@@ -60,7 +60,7 @@ const DefaultRecheckInterval = time.Minute
 // controllers have, switching 200 extensions of 5 APIs to Legacy ran at
 // about 500 roles per second against a plain client's 650-1,000 on the same
 // API server (1.20-1.64 × its time); with 16, 0.93-1.15 ×
-// (docs/benchmarks.md, Results: the run that set 16 extension workers).
+// (docs/benchmarks.md, History: the run that set 16 extension workers).
 // The API server's load
 // stays bounded by engine.MaxInFlight, whatever the number of workers.
 const DefaultMaxConcurrentReconciles = 16
