@@ -75,6 +75,22 @@ func adminPolicy(t *testing.T, group, plural, ext string, access oriav1alpha1.Ac
 	return p
 }
 
+// viewPolicyInBoth has the admin grant user view on a new extension's API
+// in own and victim with an RBACPolicy, waits until the grant holds, and
+// returns the policy and the access check "user lists the API in ns".
+func viewPolicyInBoth(t *testing.T, user, own, victim string) (*oriav1alpha1.RBACPolicy, func(ns string) testutil.Access) {
+	t.Helper()
+	crd := extensionWithAPI(t, oriav1alpha1.RBACModeFineGrained)
+	group, plural, ext := crd.Spec.Group, crd.Spec.Names.Plural, crd.Labels[oriav1alpha1.LabelOLMOwnerName]
+	p := adminPolicy(t, group, plural, ext, oriav1alpha1.AccessView, user, own, victim)
+	waitPolicyReady(t, p.Name)
+	list := func(ns string) testutil.Access {
+		return testutil.Access{User: user, Verb: "list", Group: group, Resource: plural, Namespace: ns}
+	}
+	eventuallyAccess(t, true, list(own), list(victim))
+	return p, list
+}
+
 // basicUserTemplate creates, as the user, a template binding the harmless
 // system:basic-user to themselves.
 func basicUserTemplate(t *testing.T, as client.Client, name, user string) *oriav1alpha1.ScopeTemplate {
@@ -136,14 +152,7 @@ func TestGuardSequenceCompiledObjects(t *testing.T) {
 	ctx := context.Background()
 	user, own, as := sequenceUser(t, "retarget")
 	victim := createNamespace(t, "victim", nil)
-	crd := extensionWithAPI(t, oriav1alpha1.RBACModeFineGrained)
-	group, plural, ext := crd.Spec.Group, crd.Spec.Names.Plural, crd.Labels[oriav1alpha1.LabelOLMOwnerName]
-	p := adminPolicy(t, group, plural, ext, oriav1alpha1.AccessView, user, own, victim)
-	waitPolicyReady(t, p.Name)
-	list := func(ns string) testutil.Access {
-		return testutil.Access{User: user, Verb: "list", Group: group, Resource: plural, Namespace: ns}
-	}
-	eventuallyAccess(t, true, list(own), list(victim))
+	p, list := viewPolicyInBoth(t, user, own, victim)
 	tmpl := basicUserTemplate(t, as, testutil.UniqueName("harmless"), user)
 	name := policymodel.ObjectName(p.Name)
 

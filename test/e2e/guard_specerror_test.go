@@ -72,14 +72,7 @@ func TestGuardSpecErrorInPolicy(t *testing.T) {
 	testutil.NeedCluster(t)
 	user, own, as := sequenceUser(t, "specerr")
 	victim := createNamespace(t, "victim", nil)
-	crd := extensionWithAPI(t, oriav1alpha1.RBACModeFineGrained)
-	group, plural, ext := crd.Spec.Group, crd.Spec.Names.Plural, crd.Labels[oriav1alpha1.LabelOLMOwnerName]
-	p := adminPolicy(t, group, plural, ext, oriav1alpha1.AccessView, user, own, victim)
-	waitPolicyReady(t, p.Name)
-	list := func(ns string) testutil.Access {
-		return testutil.Access{User: user, Verb: "list", Group: group, Resource: plural, Namespace: ns}
-	}
-	eventuallyAccess(t, true, list(own), list(victim))
+	p, list := viewPolicyInBoth(t, user, own, victim)
 
 	addBot := func() {
 		p.Spec.Subjects = append(p.Spec.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "bot"})
