@@ -65,9 +65,12 @@ localcluster:
 controlplane: ## Build (once, cached outside the clone) etcd, kube-apiserver and kube-controller-manager.
 	@hack/controlplane.sh >/dev/null
 
+# Every release with a wrapper module hack/tools/olm-<version>; test/olm runs against each.
+OLM_VERSIONS := $(patsubst hack/tools/olm-%,%,$(wildcard hack/tools/olm-v*))
+
 .PHONY: olm
-olm: ## Build (once, cached outside the clone) OLM v1: operator-controller and catalogd v1.2.0, for test/olm.
-	@hack/olm.sh >/dev/null
+olm: ## Build (once, cached outside the clone) OLM v1: operator-controller and catalogd v1.2.0 and v1.5.1, for test/olm.
+	@for v in $(OLM_VERSIONS); do hack/olm.sh $$v >/dev/null || exit 1; done
 
 .PHONY: promtool
 promtool: ## Build (once, cached outside the clone) promtool, which test/e2e runs the example alerts through.

@@ -91,6 +91,11 @@ const (
 	ReasonPublicationNamespaceNotFound = "PublicationNamespaceNotFound"
 	// ReasonExtensionNotFound (RBACPolicy): no ClusterExtension has the name.
 	ReasonExtensionNotFound = "ExtensionNotFound"
+	// ReasonOLMNotInstalled (RBACPolicy): the API server does not serve OLM
+	// v1's ClusterExtension API (its CRD is not installed, or not
+	// established), so no extension can exist; access is granted once OLM v1
+	// and the extension are installed, without restarting oria.
+	ReasonOLMNotInstalled = "OLMNotInstalled"
 	// ReasonExtensionUnmanaged (RBACPolicy): the extension is not in Legacy or
 	// FineGrained mode, so its ClusterRoles do not exist.
 	ReasonExtensionUnmanaged = "ExtensionUnmanaged"
@@ -118,6 +123,15 @@ const (
 	// spec.serviceAccount does not exist; nothing new is written until it
 	// does, existing bindings are kept.
 	ReasonServiceAccountNotFound = "ServiceAccountNotFound"
+	// ReasonPending (Ready=False on a ScopeInstance or RBACPolicy with
+	// spec.notBefore): the grant has not started; it has no bindings until
+	// notBefore. Not an error.
+	ReasonPending = "Pending"
+	// ReasonExpired (Ready=False on a ScopeInstance or RBACPolicy with
+	// spec.expiresAt): the grant ended at expiresAt and its bindings are
+	// deleted. Terminal and not an error: the object stays as a record
+	// until it is deleted, or its expiresAt moved later (a new grant).
+	ReasonExpired = "Expired"
 	// ReasonReconcileError (status Unknown): an unexpected error, such as the
 	// API server refusing a write; oria retries with backoff.
 	ReasonReconcileError = "ReconcileError"

@@ -10,12 +10,35 @@ const (
 	// annotation is absent the controller's --default-rbac-mode applies.
 	AnnotationRBACMode = "oria.operatorframework.io/rbac-mode"
 
-	// LabelManagedBy marks every object oria creates. Its value is
-	// ManagedByValue. oria's caches of RBAC objects are filtered on it, so an
-	// object without it is invisible to oria's informers.
+	// LabelManaged ("true") marks every object oria creates. oria's caches
+	// of RBAC objects are filtered on it, so an object without it is
+	// invisible to oria's informers, and ownership is decided with it (never
+	// with LabelManagedBy alone).
+	LabelManaged = "oria.operatorframework.io/managed"
+	// ManagedValue is the value of LabelManaged on oria's objects.
+	ManagedValue = "true"
+
+	// LabelManagedBy is the conventional label naming the tool that manages
+	// an object. oria sets it to ManagedByValue on what it creates, except
+	// on the ClusterRoles it generates for an extension's APIs: those say
+	// ManagedByHelm and carry Helm's release annotations for the
+	// extension's release (internal/olm.AdoptionMetadata), so that when a
+	// later bundle ships a role under the same name, operator-controller's
+	// Helm adopts the role instead of refusing the install or upgrade. The
+	// label says nothing to oria about ownership: see LabelManaged.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy on oria's objects.
 	ManagedByValue = "oria"
+	// ManagedByHelm is the value of LabelManagedBy Helm requires on an
+	// existing object before a release may adopt it.
+	ManagedByHelm = "Helm"
+	// AnnotationHelmReleaseName and AnnotationHelmReleaseNamespace name the
+	// Helm release an object belongs to (Helm's pkg/action/validate.go): a
+	// release adopts an existing object only when both name it and
+	// LabelManagedBy is ManagedByHelm.
+	AnnotationHelmReleaseName = "meta.helm.sh/release-name"
+	// AnnotationHelmReleaseNamespace: see AnnotationHelmReleaseName.
+	AnnotationHelmReleaseNamespace = "meta.helm.sh/release-namespace"
 
 	// LabelVersion records the oria release an installed object belongs to:
 	// `make build-installer` stamps VERSION on every object of the install
@@ -68,8 +91,8 @@ const (
 	AnnotationRestartedFor = "oria.operatorframework.io/restarted-for"
 	// LabelPublished ("true") marks a ConfigMap a ScopeInstance publishes
 	// into; oria caches only the ConfigMaps that carry it. It is not
-	// LabelManagedBy: a ConfigMap oria shares with another tool (Helm sets
-	// its own managed-by) must not make the two fight over a label.
+	// LabelManaged: a ConfigMap oria shares with another tool is not oria's,
+	// and must not make the two fight over a label.
 	LabelPublished = "oria.operatorframework.io/published"
 	// AnnotationPublishedPrefix prefixes the annotation oria sets on a
 	// ConfigMap it publishes into, one per ScopeInstance:

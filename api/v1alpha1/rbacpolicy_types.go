@@ -47,7 +47,11 @@ type APIRef struct {
 // that set it removes a grant, the grant goes, even if another manager
 // applied the same value too (or the apply conflicts, loudly).
 //
+// notBefore and expiresAt bound the time the grant is in force (see
+// ScopeInstanceSpec); the compiled ScopeInstance carries them.
+//
 // +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || size(self.namespaces) == 0 || !has(self.namespaceSelector)",message="namespaces and namespaceSelector are mutually exclusive: list the namespaces or select them by label, not both (with neither, the grant is cluster-wide)",fieldPath=".namespaceSelector",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.notBefore) || !has(self.expiresAt) || self.expiresAt > self.notBefore",message="spec.expiresAt must be later than spec.notBefore: the window would never open",fieldPath=".expiresAt",reason=FieldValueInvalid
 type RBACPolicySpec struct {
 	// extensionName is the name of the ClusterExtension whose APIs to grant.
 	// The extension must be in FineGrained (or Legacy) mode so that its
@@ -102,6 +106,20 @@ type RBACPolicySpec struct {
 	// +optional
 	// +structType=atomic
 	ServiceAccount *ServiceAccountReference `json:"serviceAccount,omitempty"`
+
+	// notBefore (RFC 3339) is when the grant starts: before it the policy
+	// grants nothing. Absent: at once.
+	// +optional
+	NotBefore *metav1.Time `json:"notBefore,omitempty"`
+
+	// expiresAt (RFC 3339) is when the grant ends: from then on the policy
+	// grants nothing, and its bindings are deleted (the policy stays, Ready
+	// False with reason Expired, as a record). Absent: never. Must be later
+	// than notBefore. Moving it later, or removing it, is a new grant,
+	// checked by the escalation guard; moving it earlier always is
+	// admitted.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 }
 
 // RBACPolicyStatus is the observed state of an RBACPolicy.
@@ -167,6 +185,7 @@ type RBACPolicyStatus struct {
 // +kubebuilder:printcolumn:name=Listed,type=string,JSONPath=`.spec.namespaces`,priority=1
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name=Reason,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name=Expires,type=string,JSONPath=`.spec.expiresAt`,description="When the grant ends (spec.expiresAt); empty: never"
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
 type RBACPolicy struct {
 	metav1.TypeMeta `json:",inline"`

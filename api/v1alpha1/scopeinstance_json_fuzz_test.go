@@ -25,6 +25,7 @@ func FuzzScopeInstanceSpecUnmarshalJSON(f *testing.F) {
 		`{"scopeTemplateName":"t","namespaceSelector":[]}`,
 		"{\"namespaceSelector\":{\"\":{\"\xb8\":\"\"}}}", // invalid UTF-8 in a non-string value
 		`{"scopeTemplateName":"t","serviceAccount":{"namespace":"ops","name":"ceiling"},"publication":{"configMap":{"namespace":"ops","name":"watch"},"restartLabels":{"app":"op"}}}`,
+		`{"scopeTemplateName":"t","notBefore":"2025-06-06T12:00:00.25+02:00","expiresAt":"2025-06-06T18:00:00.75Z"}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -29,7 +29,14 @@ const (
 // that set it removes a grant, the grant goes, even if another manager
 // applied the same value too (or the apply conflicts, loudly).
 //
+// notBefore and expiresAt make the grant time-bound: outside
+// [notBefore, expiresAt) the instance grants nothing (it has no bindings);
+// inside, exactly what it grants without them. The times come from the spec
+// alone, so an oria that restarts, or was down across either instant, ends
+// in the same state.
+//
 // +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || size(self.namespaces) == 0 || !has(self.namespaceSelector)",message="namespaces and namespaceSelector are mutually exclusive: list the namespaces or select them by label, not both (with neither, the template is bound cluster-wide)",fieldPath=".namespaceSelector",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.notBefore) || !has(self.expiresAt) || self.expiresAt > self.notBefore",message="spec.expiresAt must be later than spec.notBefore: the window would never open",fieldPath=".expiresAt",reason=FieldValueInvalid
 type ScopeInstanceSpec struct {
 	// scopeTemplateName is the name of the ScopeTemplate to bind.
 	// +required
@@ -81,6 +88,21 @@ type ScopeInstanceSpec struct {
 	// +optional
 	// +structType=atomic
 	Publication *Publication `json:"publication,omitempty"`
+
+	// notBefore (RFC 3339) is when the grant starts: until then the
+	// instance has no bindings (Ready False, reason Pending). Absent: at
+	// once.
+	// +optional
+	NotBefore *metav1.Time `json:"notBefore,omitempty"`
+
+	// expiresAt (RFC 3339) is when the grant ends: oria deletes the
+	// instance's bindings at that instant (Ready False, reason Expired,
+	// terminal; the instance stays as a record). Absent: never. Must be
+	// later than notBefore. Moving it later, or removing it, is a new
+	// grant, checked by the escalation guard; moving it earlier always is
+	// admitted.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 }
 
 // Publication names where an instance publishes its bound namespaces.
@@ -285,6 +307,7 @@ type PublicationStatus struct {
 // +kubebuilder:printcolumn:name=Restarted,type=date,JSONPath=`.status.publication.lastRestartTime`,priority=1
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name=Reason,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name=Expires,type=string,JSONPath=`.spec.expiresAt`,description="When the grant ends (spec.expiresAt); empty: never"
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
 type ScopeInstance struct {
 	metav1.TypeMeta `json:",inline"`

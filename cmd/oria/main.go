@@ -21,6 +21,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/admission"
 	"github.com/operator-framework/oria/internal/controller"
+	"github.com/operator-framework/oria/internal/controller/scopeinstance"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/metrics"
 	"github.com/operator-framework/oria/internal/servingcert"
@@ -111,6 +112,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		"How long the leader keeps trying to renew the Lease before it gives up leading (and exits); less than the lease duration.")
 	fs.DurationVar(&cfg.opts.RetryPeriod, "leader-election-retry-period", manager.DefaultRetryPeriod,
 		"How often replicas try to acquire or renew the Lease; less than the renew deadline.")
+	fs.DurationVar(&cfg.opts.ExpiryWarning, "expiry-warning", scopeinstance.DefaultExpiryWarning,
+		"How long before a time-bound grant (spec.expiresAt) ends oria records a Normal AccessExpiring event naming its subjects; 0 records none.")
 	fs.BoolVar(&cfg.version, "version", false, "Print oria's version and exit.")
 	fs.StringVar(&cfg.opts.MetricsBindAddress, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.BoolVar(&cfg.opts.MetricsSecure, "metrics-secure", true,
@@ -169,6 +172,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	if err := checkLeaderElection(cfg.opts); err != nil {
 		return nil, err
+	}
+	if cfg.opts.ExpiryWarning < 0 {
+		return nil, fmt.Errorf("invalid --expiry-warning %v: must be a duration of 0 or more (0: no warning)", cfg.opts.ExpiryWarning)
 	}
 	if cfg.opts.MaxConcurrentReconciles < 0 {
 		return nil, fmt.Errorf("invalid --max-concurrent-reconciles %d: must be at least 1, or 0 for each controller's default", cfg.opts.MaxConcurrentReconciles)

@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -34,6 +35,9 @@ func TestParseFlagsDefaults(t *testing.T) {
 	}
 	if !cfg.opts.MetricsSecure || cfg.opts.MetricsBindAddress != ":8443" {
 		t.Errorf("metrics = %q secure=%v, want :8443 secure", cfg.opts.MetricsBindAddress, cfg.opts.MetricsSecure)
+	}
+	if cfg.opts.ExpiryWarning != 15*time.Minute {
+		t.Errorf("expiry-warning = %v, want 15m", cfg.opts.ExpiryWarning)
 	}
 }
 
@@ -111,6 +115,7 @@ func TestParseFlagsInvalid(t *testing.T) {
 		{[]string{"--metrics-secure=false"}, `invalid --metrics-bind-address ":8443" with --metrics-secure=false`},
 		{[]string{"--metrics-secure=false", "--metrics-bind-address=0.0.0.0:8080"}, "loopback address only"},
 		{[]string{"extra"}, "unexpected arguments: extra"},
+		{[]string{"--expiry-warning=-1m"}, "invalid --expiry-warning -1m0s: must be a duration of 0 or more"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, err := parseFlags(tc.args, io.Discard)

@@ -68,7 +68,7 @@ func NewCachedRules(mgr ctrl.Manager) (*CachedRules, error) {
 	rc, err := rbacrules.NewCache(rbacrules.Config{
 		REST:    mgr.GetConfig(),
 		Options: cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()},
-		Own:     mgr.GetCache(), OwnedKey: oriav1alpha1.LabelManagedBy, OwnedValue: oriav1alpha1.ManagedByValue,
+		Own:     mgr.GetCache(), OwnedKey: oriav1alpha1.LabelManaged, OwnedValue: oriav1alpha1.ManagedValue,
 	})
 	if err != nil {
 		return nil, err

@@ -54,7 +54,7 @@ func TestCachedRules(t *testing.T) {
 	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
 	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user.Username}}
 	owned := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "owned", Namespace: ns,
-		Labels: map[string]string{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}}, RoleRef: ref, Subjects: subjects}
+		Labels: map[string]string{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue}}, RoleRef: ref, Subjects: subjects}
 	for _, o := range []client.Object{
 		testutil.Namespace(ns, nil), testutil.Namespace(ns2, nil),
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: cms},

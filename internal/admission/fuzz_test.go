@@ -44,7 +44,7 @@ func addGuardSeeds(f *testing.F) {
 	}
 	podRules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}
 	owned := tmpl(oriav1alpha1.ClusterRoleTemplate{Name: "mine", Rules: secretRules})
-	owned.Labels = map[string]string{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}
+	owned.Labels = map[string]string{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue}
 	add(0, tmpl(oriav1alpha1.ClusterRoleTemplate{Name: "view"}), nil)
 	add(0, tmpl(oriav1alpha1.ClusterRoleTemplate{Name: "grows", Rules: append(podRules, secretRules...)}, oriav1alpha1.ClusterRoleTemplate{GenerateName: "gen-", Rules: podRules}),
 		tmpl(oriav1alpha1.ClusterRoleTemplate{Name: "grows", Rules: podRules}))

@@ -54,6 +54,11 @@ func classify(old, obj client.Object) change {
 	c.grants = c.spec ||
 		!equality.Semantic.DeepEqual(specOwners(old.GetManagedFields()), specOwners(obj.GetManagedFields()))
 	c.changed = c.grants || !equality.Semantic.DeepEqual(userMeta(old), userMeta(obj))
+	if c.grants && RevokesOnly(old, obj) {
+		// A window narrowed, nothing else: a revocation, admitted for
+		// everyone, whatever else is wrong with the object.
+		c.grants, c.spec = false, false
+	}
 	return c
 }
 
@@ -83,8 +88,10 @@ func userMeta(obj client.Object) metav1.ObjectMeta {
 // specOwners maps each field manager (with its operation) to the spec
 // fields it owns, canonically encoded: a server-side apply that repeats
 // someone else's spec under another manager changes nothing in the spec,
-// but makes that manager a co-owner of the grant.
-func specOwners(entries []metav1.ManagedFieldsEntry) map[string]string {
+// but makes that manager a co-owner of the grant. The spec fields named in
+// drop (as "f:<field>") are left out, and so is a manager that owns no
+// other spec field.
+func specOwners(entries []metav1.ManagedFieldsEntry, drop ...string) map[string]string {
 	out := map[string]string{}
 	for _, e := range entries {
 		if e.FieldsV1 == nil || e.Subresource != "" {
@@ -103,6 +110,14 @@ func specOwners(entries []metav1.ManagedFieldsEntry) map[string]string {
 		if json.Unmarshal(spec, &v) != nil {
 			out[e.Manager+"/"+string(e.Operation)] = string(spec)
 			continue
+		}
+		if m, ok := v.(map[string]any); ok && len(drop) > 0 {
+			for _, f := range drop {
+				delete(m, f)
+			}
+			if len(m) == 0 {
+				continue
+			}
 		}
 		canonical, _ := json.Marshal(v) // map keys sorted
 		out[e.Manager+"/"+string(e.Operation)] = string(canonical)

@@ -152,6 +152,9 @@ func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, err
 	if u := <-unrestricted; u.err != nil || u.ok {
 		return nil, u.err
 	}
+	if len(problems) > 0 && WidensWindow(old, obj) {
+		problems = append(problems, windowWidened)
+	}
 	return problems, err
 }
 

@@ -155,7 +155,7 @@ func TestClusterRoles(t *testing.T) {
 	assert.Equal(t, "alpha-"+names.Hash("foo", "alpha-"), got[0].Name, "sorted by name")
 	assert.Equal(t, "zeta", got[1].Name)
 	for _, cr := range got {
-		assert.Equal(t, map[string]string{oriav1alpha1.LabelManagedBy: "oria", oriav1alpha1.LabelScopeTemplate: "foo"}, cr.Labels)
+		assert.Equal(t, map[string]string{oriav1alpha1.LabelManaged: "true", oriav1alpha1.LabelManagedBy: "oria", oriav1alpha1.LabelScopeTemplate: "foo"}, cr.Labels)
 		assert.Equal(t, []metav1.OwnerReference{{
 			APIVersion: "oria.operatorframework.io/v1alpha1", Kind: "ScopeTemplate", Name: "foo", UID: "tuid",
 			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
@@ -245,7 +245,7 @@ func TestRoleBindings(t *testing.T) {
 		assert.Equal(t, BindingName("inst", rb.RoleRef.Name), rb.Name)
 		assert.Equal(t, rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rb.RoleRef.Name}, rb.RoleRef)
 		assert.Equal(t, map[string]string{
-			oriav1alpha1.LabelManagedBy: "oria", oriav1alpha1.LabelScopeInstance: "inst", oriav1alpha1.LabelScopeTemplate: "tmpl",
+			oriav1alpha1.LabelManaged: "true", oriav1alpha1.LabelManagedBy: "oria", oriav1alpha1.LabelScopeInstance: "inst", oriav1alpha1.LabelScopeTemplate: "tmpl",
 		}, rb.Labels)
 		assert.Equal(t, types.UID("iuid"), rb.OwnerReferences[0].UID)
 		assert.Equal(t, []rbacv1.Subject{

@@ -175,7 +175,7 @@ func TestTooBroad(t *testing.T) {
 	}
 	secrets := rule(list(""), list("secrets"), "get")
 	oriaRole := bundle("foos.example.com-edit", "ext", secrets)
-	oriaRole.Labels[oriav1alpha1.LabelManagedBy] = oriav1alpha1.ManagedByValue
+	oriaRole.Labels[oriav1alpha1.LabelManaged] = oriav1alpha1.ManagedValue
 	deleting := bundle("bars.other.io-view", "ext", secrets)
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
@@ -187,11 +187,13 @@ func TestTooBroad(t *testing.T) {
 		bundle("foos.example.com-view-crdview", "ext", rule(list("example.com"), list("foos"), "get")),
 		bundle("bars.other.io-admin", "another-ext", secrets), // another extension's
 		bundle("operator-manager", "ext", secrets),            // not a generated name
-		oriaRole, // oria's own
+		oriaRole, // oria's role its bundle adopted: the bundle's now, judged as such
 		deleting,
 	}
 	got := TooBroad("ext", crds, roles)
 	want := map[string]string{
+		"foos.example.com-edit": `bundle-provided ClusterRole "foos.example.com-edit" reaches beyond the extension's own APIs: ` +
+			`rule 1 {apiGroups: [""], resources: ["secrets"], verbs: ["get"]}: grants resource "secrets" of the core API group, which is not an API of the extension`,
 		"foos.example.com-view": `bundle-provided ClusterRole "foos.example.com-view" reaches beyond the extension's own APIs: ` +
 			`rule 2 {apiGroups: [""], resources: ["secrets"], verbs: ["get"]}: grants resource "secrets" of the core API group, which is not an API of the extension`,
 		"foos.example.com-view-crdview": `bundle-provided ClusterRole "foos.example.com-view-crdview" reaches beyond the extension's own APIs: ` +

@@ -167,7 +167,7 @@ func via(kind string, b *metav1.ObjectMeta, ref rbacv1.RoleRef, instances map[st
 	if b.Namespace != "" {
 		name = b.Namespace + "/" + b.Name
 	}
-	if b.Labels[oriav1alpha1.LabelManagedBy] == oriav1alpha1.ManagedByValue {
+	if ownership.IsManaged(b) {
 		if si := ownership.ControllerName(b.OwnerReferences, ownership.KindScopeInstance); si != "" {
 			if inst, ok := instances[si]; ok {
 				if p := ownership.ControllerName(inst.OwnerReferences, ownership.KindRBACPolicy); p != "" {

@@ -34,7 +34,7 @@ func roleBinding(ns, name, role string, subjects ...rbacv1.Subject) rbacv1.RoleB
 
 func TestCandidates(t *testing.T) {
 	oriaBinding := roleBinding("team-a", "rbacpolicy-devs-view-x", "applications.argoproj.io-view", devs)
-	oriaBinding.Labels = map[string]string{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}
+	oriaBinding.Labels = map[string]string{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue}
 	oriaBinding.OwnerReferences = []metav1.OwnerReference{ownership.Ref(ownership.KindScopeInstance, "rbacpolicy-devs-view", "uid1")}
 	bareInstance := roleBinding("team-b", "si-binding", "applications.argoproj.io-edit", alice)
 	bareInstance.Labels = oriaBinding.Labels

@@ -210,7 +210,7 @@ func roleSource(cr *rbacv1.ClusterRole, extension string) string {
 	l := cr.Labels
 	switch {
 	case ownership.HasLabels(l, map[string]string{
-		oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelManaged:   oriav1alpha1.ManagedValue,
 		oriav1alpha1.LabelExtension: names.LabelValue(extension),
 	}):
 		return SourceGenerated

@@ -40,7 +40,7 @@ func clusterRole(name string, labels map[string]string, rules ...rbacv1.PolicyRu
 
 func TestStatus(t *testing.T) {
 	generated := func(ext string, extra map[string]string) map[string]string {
-		l := map[string]string{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue, oriav1alpha1.LabelExtension: ext}
+		l := map[string]string{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue, oriav1alpha1.LabelExtension: ext}
 		for k, v := range extra {
 			l[k] = v
 		}

@@ -38,20 +38,41 @@ func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 	// One write engine for the controllers: their writes share its
 	// tokens (engine.MaxInFlight) and are counted in oria's metrics.
 	eng := engine.New(metrics.ObserveWrites)
+	// What an earlier oria created without the label the caches filter on
+	// is labelled once at start, so that its controllers see it.
+	if err := manager.AddRelabel(mgr, &engine.Writer{Client: mgr.GetClient(), Engine: eng}); err != nil {
+		return err
+	}
+	// What needs OLM v1's ClusterExtension API waits for it on a cluster
+	// without it (manager.OLMGate): the extension controller, and the
+	// RBACPolicy controller's watch of extensions (meanwhile its policies
+	// report OLMNotInstalled); the rest is served at once.
+	olmGate, err := manager.NewOLMGate(mgr, manager.OLMGateOptions{
+		Waiting: "the ClusterExtension controller; RBACPolicies report OLMNotInstalled",
+		Serving: "ScopeTemplates, ScopeInstances, the orphan sweep and the escalation guard",
+		Observe: metrics.SetOLMAPIAvailable,
+	})
+	if err != nil {
+		return err
+	}
 	for _, setup := range []func() error{
 		func() error {
-			return extension.SetupWithManager(mgr, extension.Options{
-				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes, BundleRoles: bundleRoles, Engine: eng})
+			return olmGate.Then(func() error {
+				return extension.SetupWithManager(mgr, extension.Options{
+					DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes, BundleRoles: bundleRoles, Engine: eng})
+			})
 		},
 		func() error {
 			return rbacpolicy.SetupWithManager(mgr, rbacpolicy.Options{
-				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes, BundleRoles: bundleRoles, Engine: eng})
+				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes, BundleRoles: bundleRoles, Engine: eng,
+				OLM: olmGate})
 		},
 		func() error {
 			return scopetemplate.SetupWithManager(mgr, scopetemplate.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Engine: eng})
 		},
 		func() error {
-			return scopeinstance.SetupWithManager(mgr, scopeinstance.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Engine: eng})
+			return scopeinstance.SetupWithManager(mgr, scopeinstance.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Engine: eng,
+				ExpiryWarning: opts.ExpiryWarning})
 		},
 		// The sweep: what oria created whose owner is gone is deleted, at
 		// start, at takeover and when seen.

@@ -324,7 +324,7 @@ func TestEnsureAfterTheWatchSawTheCreate(t *testing.T) {
 	// way, a create (409) and a read, and a conflict.
 	foreign := live.DeepCopy()
 	foreign.OwnerReferences = nil
-	foreign.Labels = map[string]string{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}
+	foreign.Labels = map[string]string{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue}
 	api := fakeClient(t, &c, foreign.DeepCopy())
 	w = &engine.Writer{Client: api, Reader: api, Memo: engine.NewMemo(), Cache: fakeClient(t, &cacheCalls, foreign)}
 	s = engine.Summarize(engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil))

@@ -106,7 +106,7 @@ func TestApplyConfiguration(t *testing.T) {
 		"metadata": map[string]any{
 			"name":      rb.Name,
 			"namespace": "ns",
-			"labels":    map[string]any{"app.kubernetes.io/managed-by": "oria", "oria.operatorframework.io/scope-instance": "inst", "oria.operatorframework.io/scope-template": "tmpl"},
+			"labels":    map[string]any{"app.kubernetes.io/managed-by": "oria", "oria.operatorframework.io/managed": "true", "oria.operatorframework.io/scope-instance": "inst", "oria.operatorframework.io/scope-template": "tmpl"},
 			"ownerReferences": []any{map[string]any{
 				"apiVersion": "oria.operatorframework.io/v1alpha1", "kind": "ScopeInstance", "name": "inst", "uid": "iuid",
 				"controller": true, "blockOwnerDeletion": true,

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
 
 // Fields in objects oria does not own: a ScopeInstance's key in a
@@ -87,6 +89,25 @@ func DeleteUnchanged(ctx context.Context, w *Writer, obj client.Object) error {
 	uid, rv := obj.GetUID(), obj.GetResourceVersion()
 	err := w.Client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// AddLabel sets the label key=value on obj with a merge patch, if obj is
+// still the object that was read (its UID): no other field changes, and
+// server-side apply ownership of obj's other fields stays as it is. One
+// gone meanwhile is left alone without an error.
+func AddLabel(ctx context.Context, w *Writer, obj client.Object, key, value string) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":    obj.GetUID(),
+		"labels": map[string]string{key: value},
+	}})
+	if err != nil {
+		return fmt.Errorf("encoding the patch: %w", err)
+	}
+	err = w.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(oriav1alpha1.FieldOwner))
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err

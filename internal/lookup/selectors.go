@@ -9,7 +9,7 @@ import (
 // ManagedSelector selects the objects oria created: the only RBAC objects
 // its cache holds.
 func ManagedSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue})
+	return labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue})
 }
 
 // PublishedSelector selects the ConfigMaps ScopeInstances publish into: the

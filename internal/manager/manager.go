@@ -142,6 +142,9 @@ type Options struct {
 	// Certificates names what internal certificate management manages;
 	// New sets its CertDir, Host and Port from the three above.
 	Certificates servingcert.Options
+	// ExpiryWarning is how long before a time-bound grant expires its
+	// AccessExpiring Event is recorded; 0 records none.
+	ExpiryWarning time.Duration
 }
 
 // Scheme returns a scheme with every type oria reads or writes
@@ -149,7 +152,7 @@ type Options struct {
 func Scheme() (*runtime.Scheme, error) { return scheme.New() }
 
 // CacheOptions returns the cache configuration every oria manager uses:
-//   - RBAC objects are cached only when oria created them (LabelManagedBy);
+//   - RBAC objects are cached only when oria created them (LabelManaged);
 //     anything else (a same-name object in conflict, a bundle-provided
 //     ClusterRole) is read through the manager's API reader when needed;
 //   - CRDs are cached as metadata only, and only those operator-controller

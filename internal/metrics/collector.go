@@ -104,12 +104,18 @@ type State struct {
 }
 
 // Snapshot counts oria's objects in r. Kinds that could not be listed are
-// missing from the result and their errors returned.
+// missing from the result and their errors returned; a kind the API server
+// does not serve is missing without an error.
 func Snapshot(ctx context.Context, r client.Reader) (State, []error) {
 	s := State{Managed: map[string]int{}, ByReason: map[ReasonKey]int{}, Conflicts: map[string]int{}}
 	var errs []error
 	count := func(kind string, list client.ObjectList, conditions func() [][]metav1.Condition, condType string, managed bool, opts ...client.ListOption) {
-		if err := r.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+		if err := r.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); meta.IsNoMatchError(err) {
+			// A kind the API server does not serve: OLM v1's
+			// ClusterExtension before OLM is installed (reported by
+			// oria_olm_api_available), not an error at every scrape.
+			return
+		} else if err != nil {
 			errs = append(errs, err)
 			return
 		}
@@ -152,7 +158,7 @@ func Snapshot(ctx context.Context, r client.Reader) (State, []error) {
 			s.Managed[k.kind] = n
 			continue
 		}
-		count(k.kind, k.list(), nil, "", true, client.MatchingLabels{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue})
+		count(k.kind, k.list(), nil, "", true, client.MatchingLabels{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue})
 	}
 	return s, errs
 }

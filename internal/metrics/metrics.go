@@ -21,7 +21,12 @@
 //     oria_objects_by_ready_reason{reason="Forbidden"} counts;
 //   - oria_namespace_binding_latency_seconds: from the moment a namespace
 //     event (creation, or a relabelling that makes a selector match) reaches
-//     oria to the RoleBinding oria created there for a ScopeInstance.
+//     oria to the RoleBinding oria created there for a ScopeInstance;
+//   - oria_olm_api_available: 1 once the API server serves OLM v1's
+//     ClusterExtension API and the controllers that need it run, 0 while
+//     they wait for it (manager.OLMGate);
+//   - oria_time_bound_grants{state} and oria_time_bound_next_expiry_seconds:
+//     the time-bound grants (windows.go), from the cache at scrape time.
 //
 // docs/user-guide.md (section 13, "Metrics and alerts") lists them with
 // example alerts.
@@ -48,6 +53,7 @@ const (
 	WriteErrorsTotal        = "oria_write_errors_total"
 	OrphansDeletedTotal     = "oria_orphans_deleted_total"
 	NamespaceBindingLatency = "oria_namespace_binding_latency_seconds"
+	OLMAPIAvailable         = "oria_olm_api_available"
 )
 
 // The collectors are process-level: a process has one Prometheus registry
@@ -73,6 +79,10 @@ var (
 		Name:    NamespaceBindingLatency,
 		Help:    "Seconds from a namespace event (creation, or relabelling into a selector) reaching oria to the RoleBinding oria created there for a ScopeInstance.",
 		Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+	})
+	olmAPIAvailable = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: OLMAPIAvailable,
+		Help: "1 when the API server serves OLM v1's ClusterExtension API and oria's controllers that need it run; 0 while they wait for it (OLM v1 not installed).",
 	})
 )
 
@@ -109,6 +119,16 @@ func OrphanDeleted(kind, reason string) {
 	orphansDeleted.WithLabelValues(kind, reason).Inc()
 }
 
+// SetOLMAPIAvailable sets oria_olm_api_available; it is the observer of
+// the manager's OLMGate (controller.SetupAll).
+func SetOLMAPIAvailable(available bool) {
+	v := 0.0
+	if available {
+		v = 1
+	}
+	olmAPIAvailable.Set(v)
+}
+
 // errorReason is the API server's reason for a refused write (Forbidden,
 // Invalid, Conflict, ...), or Unknown.
 func errorReason(err error) string {
@@ -129,7 +149,7 @@ var registerOnce sync.Once
 func Register(r client.Reader) error {
 	var err error
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{writes, writeErrors, orphansDeleted, bindingLatency, NewCollector(r)} {
+		for _, c := range []prometheus.Collector{writes, writeErrors, orphansDeleted, bindingLatency, olmAPIAvailable, NewCollector(r), NewWindowCollector(r, nil)} {
 			if err = crmetrics.Registry.Register(c); err != nil {
 				return
 			}

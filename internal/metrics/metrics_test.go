@@ -14,10 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
@@ -29,7 +31,7 @@ func ready(status metav1.ConditionStatus, reason string) []metav1.Condition {
 }
 
 func managed() map[string]string {
-	return map[string]string{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}
+	return map[string]string{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue}
 }
 
 func fakeReader(t *testing.T) client.Reader {
@@ -74,6 +76,45 @@ func TestSnapshot(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Snapshot (-want +got):\n%s", d)
+	}
+}
+
+// Without OLM v1 the API server does not serve ClusterExtensions: the kind
+// is left out of the snapshot, quietly (no error, so no log at every
+// scrape); oria_olm_api_available says why.
+func TestSnapshotWithoutOLM(t *testing.T) {
+	scheme, err := manager.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*ocv1.ClusterExtensionList); ok {
+				return &meta.NoKindMatchError{GroupKind: ocv1.GroupVersion.WithKind(ocv1.ClusterExtensionKind).GroupKind(), SearchedVersions: []string{"v1"}}
+			}
+			return c.List(ctx, list, opts...)
+		},
+	}).Build()
+	got, errs := Snapshot(context.Background(), r)
+	if len(errs) > 0 {
+		t.Fatalf("Snapshot errors: %v", errs)
+	}
+	want := map[string]int{"RBACPolicy": 0, "ScopeTemplate": 0, "ScopeInstance": 0}
+	if d := cmp.Diff(want, got.Conflicts); d != "" {
+		t.Errorf("Conflicts (-want +got):\n%s", d)
+	}
+}
+
+func TestOLMAPIAvailable(t *testing.T) {
+	for _, available := range []bool{false, true, false} {
+		SetOLMAPIAvailable(available)
+		want := 0.0
+		if available {
+			want = 1
+		}
+		if got := testutil.ToFloat64(olmAPIAvailable); got != want {
+			t.Errorf("after SetOLMAPIAvailable(%v): %s = %v, want %v", available, OLMAPIAvailable, got, want)
+		}
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 // policy's compiled objects, an instance's bindings), so only oria and
 // unrestricted users may set, change or remove them.
 var authorityLabels = []string{
-	oriav1alpha1.LabelManagedBy,
+	oriav1alpha1.LabelManaged,
 	oriav1alpha1.LabelExtension,
 	oriav1alpha1.LabelScopeTemplate,
 	oriav1alpha1.LabelScopeInstance,
@@ -53,11 +53,6 @@ func AuthorityChanges(old, obj metav1.Object) []string {
 	for _, k := range authorityLabels {
 		before, hadIt := oldLabels[k]
 		after, hasIt := obj.GetLabels()[k]
-		if k == oriav1alpha1.LabelManagedBy {
-			// Only oria's own value says anything to oria (Helm and other
-			// tools set this label on what they install).
-			hadIt, hasIt = before == oriav1alpha1.ManagedByValue, after == oriav1alpha1.ManagedByValue
-		}
 		switch {
 		case hasIt && !hadIt:
 			out = append(out, fmt.Sprintf("sets label %s=%s", k, strconv.Quote(after)))

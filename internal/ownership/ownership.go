@@ -4,11 +4,13 @@
 // engine and the admission guard use to tell oria's objects from anyone
 // else's. An object that fails these checks is never modified by oria.
 //
-// Every object oria creates carries app.kubernetes.io/managed-by=oria (the
-// cache filter) plus one label naming its owner (extension, scope-template,
-// scope-instance or rbac-policy; values through names.LabelValue), and a
-// controller ownerReference to that owner, so that the garbage collector
-// finishes a cleanup oria could not do.
+// Every object oria creates carries oria.operatorframework.io/managed=true
+// (the cache filter; app.kubernetes.io/managed-by=oria too, except on the
+// roles generated for an extension, which say Helm: see
+// olm.AdoptionLabels) plus one label naming its owner (extension,
+// scope-template, scope-instance or rbac-policy; values through
+// names.LabelValue), and a controller ownerReference to that owner, so
+// that the garbage collector finishes a cleanup oria could not do.
 package ownership
 
 import (
@@ -33,41 +35,73 @@ const (
 	KindRBACPolicy    = "RBACPolicy"
 )
 
-// ExtensionRoleLabels are the labels of the ClusterRole of kind k generated
-// for the extension named ext (without the Legacy aggregation label).
-func ExtensionRoleLabels(ext string, k names.RoleKind) map[string]string {
+// managedLabels are the labels every object oria creates carries, but for
+// the roles generated for an extension (ExtensionRoleLabels).
+func managedLabels() map[string]string {
 	return map[string]string{
+		oriav1alpha1.LabelManaged:   oriav1alpha1.ManagedValue,
 		oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue,
-		oriav1alpha1.LabelExtension: names.LabelValue(ext),
-		oriav1alpha1.LabelRole:      string(k),
 	}
+}
+
+// IsManaged reports whether obj carries oria's LabelManaged: created by
+// oria, for an owner the other predicates tell.
+func IsManaged(obj metav1.Object) bool {
+	return obj.GetLabels()[oriav1alpha1.LabelManaged] == oriav1alpha1.ManagedValue
+}
+
+// ExtensionRoleLabels are the labels of the ClusterRole of kind k generated
+// for the extension named ext (without the Legacy aggregation label),
+// Helm's adoption label included (ExtensionRoleAnnotations).
+func ExtensionRoleLabels(ext string, k names.RoleKind) map[string]string {
+	l := olm.AdoptionLabels()
+	l[oriav1alpha1.LabelManaged] = oriav1alpha1.ManagedValue
+	l[oriav1alpha1.LabelExtension] = names.LabelValue(ext)
+	l[oriav1alpha1.LabelRole] = string(k)
+	return l
+}
+
+// ExtensionRoleAnnotations are the annotations of a ClusterRole generated
+// for the CRD named crd of the extension named ext, installed in namespace:
+// the CRD, and the extension's Helm release, which may adopt the role when
+// a later bundle ships one under its name (olm.AdoptionLabels).
+func ExtensionRoleAnnotations(ext, namespace, crd string) map[string]string {
+	a := olm.AdoptionAnnotations(ext, namespace)
+	a[oriav1alpha1.AnnotationCRD] = crd
+	return a
+}
+
+// ReleasedByExtensionRole are the label and annotation keys oria removes
+// from a role it generated once its extension's bundle adopted it (the
+// aggregation label, which oria keeps deciding on, and Helm's metadata,
+// which are the release's now, stay).
+func ReleasedByExtensionRole() (labels, annotations []string) {
+	return []string{oriav1alpha1.LabelManaged, oriav1alpha1.LabelExtension, oriav1alpha1.LabelRole},
+		[]string{oriav1alpha1.AnnotationCRD}
 }
 
 // TemplateLabels are the labels of a ClusterRole generated for a template.
 func TemplateLabels(template string) map[string]string {
-	return map[string]string{
-		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
-		oriav1alpha1.LabelScopeTemplate: names.LabelValue(template),
-	}
+	l := managedLabels()
+	l[oriav1alpha1.LabelScopeTemplate] = names.LabelValue(template)
+	return l
 }
 
 // InstanceLabels are the labels of a binding generated for an instance of a
 // template.
 func InstanceLabels(instance, template string) map[string]string {
-	return map[string]string{
-		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
-		oriav1alpha1.LabelScopeInstance: names.LabelValue(instance),
-		oriav1alpha1.LabelScopeTemplate: names.LabelValue(template),
-	}
+	l := managedLabels()
+	l[oriav1alpha1.LabelScopeInstance] = names.LabelValue(instance)
+	l[oriav1alpha1.LabelScopeTemplate] = names.LabelValue(template)
+	return l
 }
 
 // PolicyLabels are the labels of the ScopeTemplate and ScopeInstance
 // compiled from the named RBACPolicy.
 func PolicyLabels(policy string) map[string]string {
-	return map[string]string{
-		oriav1alpha1.LabelManagedBy:  oriav1alpha1.ManagedByValue,
-		oriav1alpha1.LabelRBACPolicy: names.LabelValue(policy),
-	}
+	l := managedLabels()
+	l[oriav1alpha1.LabelRBACPolicy] = names.LabelValue(policy)
+	return l
 }
 
 // Ref returns the controller ownerReference to the oria object of kind
@@ -165,7 +199,7 @@ func TemplateOwns(obj metav1.Object, template string) bool {
 // reconcile asks it of every binding of the instance, thousands of them.
 func InstanceOwner(instance string) func(metav1.Object) bool {
 	labels := map[string]string{
-		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelManaged:       oriav1alpha1.ManagedValue,
 		oriav1alpha1.LabelScopeInstance: names.LabelValue(instance),
 	}
 	return func(obj metav1.Object) bool {
@@ -174,7 +208,10 @@ func InstanceOwner(instance string) func(metav1.Object) bool {
 }
 
 // ExtensionOwns reports whether obj (a ClusterRole) is one oria generated
-// for the extension named name and UID uid: either it carries oria's labels
+// for the extension named name and UID uid. A role that carries
+// operator-controller's owner labels never is: its bundle installed or
+// adopted it (olm.AdoptionLabels), whoever created it first. Otherwise,
+// either it carries oria's labels
 // for that extension and its controller, if it still has one, is an
 // extension of that name (a role whose controller is something else is not
 // oria's to change, labels or not; an extension deleted and re-created under
@@ -182,12 +219,15 @@ func InstanceOwner(instance string) func(metav1.Object) bool {
 // owner labels), or its controller is exactly this extension (oria's role
 // whose labels someone removed).
 func ExtensionOwns(obj metav1.Object, name string, uid types.UID) bool {
+	if olm.ExtensionOf(obj) != "" {
+		return false
+	}
 	ref := controller(obj.GetOwnerReferences())
 	if isExtensionRef(ref, name) && ref.UID == uid {
 		return true
 	}
 	l := obj.GetLabels()
-	if l[oriav1alpha1.LabelManagedBy] != oriav1alpha1.ManagedByValue || l[oriav1alpha1.LabelExtension] != names.LabelValue(name) {
+	if l[oriav1alpha1.LabelManaged] != oriav1alpha1.ManagedValue || l[oriav1alpha1.LabelExtension] != names.LabelValue(name) {
 		return false
 	}
 	if ref != nil {
@@ -215,7 +255,10 @@ func isExtensionRef(ref *metav1.OwnerReference, name string) bool {
 }
 
 // IsBundleRole reports whether obj was installed by operator-controller for
-// the extension named name (its owner labels say so) and is not oria's.
+// the extension named name: its owner labels say so. That includes a role
+// oria generated and the extension's Helm release adopted since
+// (olm.AdoptionLabels); oria releases its fields on such a role
+// (ReleasedByExtensionRole).
 func IsBundleRole(obj metav1.Object, name string) bool {
-	return obj.GetLabels()[oriav1alpha1.LabelManagedBy] != oriav1alpha1.ManagedByValue && olm.ExtensionOf(obj) == name
+	return olm.ExtensionOf(obj) == name
 }

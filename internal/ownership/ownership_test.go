@@ -19,7 +19,7 @@ func TestOwnership(t *testing.T) {
 		return []metav1.OwnerReference{{APIVersion: "olm.operatorframework.io/v1", Kind: "ClusterExtension", Name: name, UID: types.UID(uid), Controller: ptr.To(true)}}
 	}
 	oriaLabels := func(ext string) map[string]string {
-		return map[string]string{oriav1alpha1.LabelManagedBy: "oria", oriav1alpha1.LabelExtension: ext}
+		return map[string]string{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue, oriav1alpha1.LabelExtension: ext}
 	}
 	bundleLabels := func(ext string) map[string]string {
 		return map[string]string{oriav1alpha1.LabelOLMOwnerKind: "ClusterExtension", oriav1alpha1.LabelOLMOwnerName: ext}
@@ -42,6 +42,16 @@ func TestOwnership(t *testing.T) {
 		{"labels stripped, owner reference kept", metav1.ObjectMeta{OwnerReferences: ceRef("argocd", "uid-1")}, false, true, false},
 		{"bundle-provided for this extension", metav1.ObjectMeta{Labels: bundleLabels("argocd")}, false, false, true},
 		{"bundle-provided for another extension", metav1.ObjectMeta{Labels: bundleLabels("other")}, false, false, false},
+		{"oria's, adopted by the extension's Helm release since", metav1.ObjectMeta{
+			Labels: merged(oriaLabels("argocd"), bundleLabels("argocd")), OwnerReferences: ceRef("argocd", "uid-1"),
+		}, false, false, true},
+		{"oria's, owner labels of another extension added", metav1.ObjectMeta{
+			Labels: merged(oriaLabels("argocd"), bundleLabels("other")), OwnerReferences: ceRef("argocd", "uid-1"),
+		}, false, false, false},
+		{"labelled managed-by=oria only (the conventional label says nothing)", metav1.ObjectMeta{
+			Labels:      map[string]string{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue, oriav1alpha1.LabelExtension: "argocd"},
+			Annotations: map[string]string{oriav1alpha1.AnnotationCRD: "x"},
+		}, false, false, false},
 		{"unrelated", metav1.ObjectMeta{Labels: map[string]string{"app": "x"}}, false, false, false},
 	}
 	for _, tc := range tests {
@@ -55,13 +65,23 @@ func TestOwnership(t *testing.T) {
 	}
 }
 
+func merged(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // TestInstanceOwner: oria's labels (with a long name's hashed label value)
 // or a controller reference to the instance; another instance's is not.
 func TestInstanceOwner(t *testing.T) {
 	long := strings.Repeat("i", 70)
 	for _, name := range []string{"inst", long} {
 		labelled := &metav1.ObjectMeta{Labels: map[string]string{
-			oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue, oriav1alpha1.LabelScopeInstance: names.LabelValue(name)}}
+			oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue, oriav1alpha1.LabelScopeInstance: names.LabelValue(name)}}
 		controlled := &metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{Ref(KindScopeInstance, name, "uid")}}
 		another := &metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{Ref(KindScopeInstance, name+"x", "uid")}}
 		owns := InstanceOwner(name)

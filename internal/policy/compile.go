@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/subjects"
@@ -65,7 +66,10 @@ func ValidateSubjects(subj []rbacv1.Subject) []string {
 
 // Compile turns a policy and the names of its extension's CRDs into the
 // ScopeTemplate and ScopeInstance that implement it. It is pure: the same
-// inputs always give the same output.
+// inputs always give the same output. The instance carries the policy's
+// window (notBefore, expiresAt): whether the window is open now is the
+// ScopeInstance controller's to judge, so the compiled objects do not
+// change as time passes.
 func Compile(policy *oriav1alpha1.RBACPolicy, crdNames []string) Compiled {
 	var c Compiled
 	c.APIs, c.Missing = coveredAPIs(policy.Spec.APIs, crdNames)
@@ -98,6 +102,10 @@ func Compile(policy *oriav1alpha1.RBACPolicy, crdNames []string) Compiled {
 	if policy.Spec.NamespaceSelector != nil {
 		spec.NamespaceSelector = policy.Spec.NamespaceSelector.DeepCopy()
 	}
+	// The instance carries the policy's window, in whole seconds as the
+	// API stores it (never wider).
+	window := binding.PolicyWindow(policy.Spec).Whole()
+	spec.NotBefore, spec.ExpiresAt = window.NotBefore, window.ExpiresAt
 	c.Instance = &oriav1alpha1.ScopeInstance{
 		TypeMeta:   metav1.TypeMeta{APIVersion: oriav1alpha1.GroupVersion.String(), Kind: ownership.KindScopeInstance},
 		ObjectMeta: *meta.DeepCopy(),

@@ -139,7 +139,7 @@ func TestCompileObjects(t *testing.T) {
 	if got.Template.GetName() != "rbacpolicy-devs" || got.Instance.GetName() != "rbacpolicy-devs" {
 		t.Errorf("names = %q, %q", got.Template.GetName(), got.Instance.GetName())
 	}
-	wantLabels := map[string]string{"app.kubernetes.io/managed-by": "oria", "oria.operatorframework.io/rbac-policy": "devs"}
+	wantLabels := map[string]string{"app.kubernetes.io/managed-by": "oria", "oria.operatorframework.io/managed": "true", "oria.operatorframework.io/rbac-policy": "devs"}
 	if diff := cmp.Diff(wantLabels, got.Template.Labels); diff != "" {
 		t.Errorf("template labels (-want +got):\n%s", diff)
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/subjects"
 )
@@ -47,6 +48,8 @@ type Narrowed struct {
 //   - ServiceAccount (the ceiling): inst's when the spec names none or the
 //     same one; the spec's when inst had none (a ceiling only takes away);
 //     two different ones cannot be compared: nothing is kept.
+//   - Window (notBefore, expiresAt): the time both inst's and the spec's
+//     allow (binding.Intersect), so an expiry lands whatever else is wrong.
 //
 // When no role, no subject or no namespace is left, nothing is kept.
 func Narrow(policy *oriav1alpha1.RBACPolicy, roles []string, tmpl *oriav1alpha1.ScopeTemplate, inst *oriav1alpha1.ScopeInstance) Narrowed {
@@ -73,6 +76,10 @@ func Narrow(policy *oriav1alpha1.RBACPolicy, roles []string, tmpl *oriav1alpha1.
 	}
 	target, ok, removed := narrowTarget(inst.Spec, policy.Spec)
 	n.Removed = append(n.Removed, removed...)
+	// The window in force, cut to the spec's: a window the admin narrows
+	// (an earlier expiresAt) lands, one they widen waits for a valid spec.
+	window := binding.Intersect(binding.InstanceWindow(inst.Spec), binding.PolicyWindow(policy.Spec).Whole())
+	target.NotBefore, target.ExpiresAt = window.NotBefore, window.ExpiresAt
 	if !ok || len(keptRoles) == 0 || len(keptSubjects) == 0 {
 		return n
 	}

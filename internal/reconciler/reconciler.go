@@ -220,10 +220,16 @@ type warning struct {
 }
 
 // enteredTrouble returns the Ready condition of after when it differs in
-// status or reason from before's and is one to warn about.
+// status or reason from before's and is one to warn about. A time-bound
+// grant that has not started (Pending) or has ended (Expired) is as its
+// spec says, not in trouble.
 func enteredTrouble(before, after []metav1.Condition) *metav1.Condition {
 	now := meta.FindStatusCondition(after, oriav1alpha1.TypeReady)
-	if now == nil || now.Status == metav1.ConditionTrue || now.Reason == oriav1alpha1.ReasonProgressing || now.Reason == oriav1alpha1.ReasonConflict {
+	if now == nil || now.Status == metav1.ConditionTrue {
+		return nil
+	}
+	switch now.Reason {
+	case oriav1alpha1.ReasonProgressing, oriav1alpha1.ReasonConflict, oriav1alpha1.ReasonPending, oriav1alpha1.ReasonExpired:
 		return nil
 	}
 	if was := meta.FindStatusCondition(before, oriav1alpha1.TypeReady); was != nil && was.Status == now.Status && was.Reason == now.Reason {

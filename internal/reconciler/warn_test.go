@@ -30,6 +30,8 @@ func TestWarnOnTransition(t *testing.T) {
 		{name: "the same problem again", before: ready(metav1.ConditionFalse, "Forbidden"), after: ready(metav1.ConditionFalse, "Forbidden")},
 		{name: "Progressing", after: ready(metav1.ConditionFalse, "Progressing")},
 		{name: "Conflict is warned about where it is found", after: ready(metav1.ConditionFalse, "Conflict")},
+		{name: "a time-bound grant not started yet", after: ready(metav1.ConditionFalse, "Pending")},
+		{name: "a time-bound grant that ended: terminal, not trouble", before: ready(metav1.ConditionTrue, "Bound"), after: ready(metav1.ConditionFalse, "Expired")},
 		{name: "Ready", before: ready(metav1.ConditionFalse, "Forbidden"), after: ready(metav1.ConditionTrue, "Bound")},
 		{name: "the write failed", after: ready(metav1.ConditionFalse, "Forbidden"), err: errors.New("boom")},
 		{name: "the write was held back", after: ready(metav1.ConditionFalse, "Forbidden"), hold: time.Second},

@@ -45,6 +45,13 @@ func RunMain(m *testing.M, cluster **localcluster.Cluster, opts localcluster.Opt
 	os.Exit(runMain(m, cluster, opts, setup))
 }
 
+// Run is RunMain without the exit: it returns the tests' exit code, so that
+// a TestMain can run its package's tests more than once, each time on a
+// fresh control plane (test/olm runs them once per OLM v1 release).
+func Run(m *testing.M, cluster **localcluster.Cluster, opts localcluster.Options, setup ...Setup) int {
+	return runMain(m, cluster, opts, setup)
+}
+
 func runMain(m *testing.M, cluster **localcluster.Cluster, opts localcluster.Options, setup []Setup) (code int) {
 	if !flag.Parsed() {
 		flag.Parse() // TestMain runs before the testing package parses flags

@@ -72,7 +72,7 @@ func (b *bench) extensions(ctx context.Context) error {
 }
 
 // managedRoles selects the ClusterRoles oria generates for extensions.
-var managedRoles = labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}).String() + "," + oriav1alpha1.LabelExtension
+var managedRoles = labels.SelectorFromSet(labels.Set{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue}).String() + "," + oriav1alpha1.LabelExtension
 
 // setModes patches every extension's mode annotation (the trigger).
 func (b *bench) setModes(ctx context.Context, mode oriav1alpha1.RBACMode) error {

@@ -202,7 +202,7 @@ func TestGuardRefusesEscalation(t *testing.T) {
 	var rbs rbacv1.RoleBindingList
 	require.NoError(t, k8sClient.List(ctx, &rbs, client.InNamespace(other)))
 	for _, rb := range rbs.Items {
-		assert.NotEqual(t, oriav1alpha1.ManagedByValue, rb.Labels[oriav1alpha1.LabelManagedBy], "oria bound nothing in %s: %s", other, rb.Name)
+		assert.NotEqual(t, oriav1alpha1.ManagedValue, rb.Labels[oriav1alpha1.LabelManaged], "oria bound nothing in %s: %s", other, rb.Name)
 	}
 }
 

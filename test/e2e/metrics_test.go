@@ -176,12 +176,12 @@ func withReason[T any](items []T, conditions func(T) []metav1.Condition, condTyp
 
 func managedClusterRoles(c assert.TestingT) float64 {
 	var list rbacv1.ClusterRoleList
-	assert.NoError(c, k8sClient.List(context.Background(), &list, client.MatchingLabels{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}))
+	assert.NoError(c, k8sClient.List(context.Background(), &list, client.MatchingLabels{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue}))
 	return float64(len(list.Items))
 }
 
 func managedRoleBindings(c assert.TestingT) float64 {
 	var list rbacv1.RoleBindingList
-	assert.NoError(c, k8sClient.List(context.Background(), &list, client.MatchingLabels{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}))
+	assert.NoError(c, k8sClient.List(context.Background(), &list, client.MatchingLabels{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue}))
 	return float64(len(list.Items))
 }

@@ -56,10 +56,11 @@ func (p operatorPackage) bundleRoleName() string {
 }
 
 // bundleFiles returns the files of a registry+v1 bundle of the package at
-// version with the given APIs: a ClusterServiceVersion (AllNamespaces, one
-// Deployment with no replicas: no kubelet runs here), the CRDs, the
-// bundle-provided view role of widgets, and metadata/annotations.yaml.
-func (p operatorPackage) bundleFiles(version string, apis []api, noRole bool) (map[string][]byte, error) {
+// version with the given APIs: a ClusterServiceVersion (AllNamespaces, and
+// OwnNamespace and SingleNamespace when namespaced; one Deployment with no
+// replicas: no kubelet runs here), the CRDs, the bundle-provided view role
+// of widgets, and metadata/annotations.yaml.
+func (p operatorPackage) bundleFiles(version string, apis []api, noRole, namespaced bool) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	add := func(path string, obj any) error {
 		b, err := yaml.Marshal(obj)
@@ -124,8 +125,8 @@ func (p operatorPackage) bundleFiles(version string, apis []api, noRole bool) (m
 			"displayName": "oria e2e operator " + p.name,
 			"version":     version,
 			"installModes": []map[string]any{
-				{"type": "OwnNamespace", "supported": false},
-				{"type": "SingleNamespace", "supported": false},
+				{"type": "OwnNamespace", "supported": namespaced},
+				{"type": "SingleNamespace", "supported": namespaced},
 				{"type": "MultiNamespace", "supported": false},
 				{"type": "AllNamespaces", "supported": true},
 			},
@@ -188,6 +189,9 @@ type release struct {
 	apis    []api
 	// noBundleRole leaves the bundle's ClusterRole out.
 	noBundleRole bool
+	// namespaced also supports the OwnNamespace and SingleNamespace install
+	// modes.
+	namespaced bool
 }
 
 // publish builds the bundle images of releases and a File-Based Catalog
@@ -198,7 +202,7 @@ func (p operatorPackage) publish(ctx context.Context, releases ...release) (stri
 	docs := []string{fmt.Sprintf("schema: olm.package\nname: %s\ndefaultChannel: stable", p.name)}
 	var entries []string
 	for i, r := range releases {
-		files, err := p.bundleFiles(r.version, r.apis, r.noBundleRole)
+		files, err := p.bundleFiles(r.version, r.apis, r.noBundleRole, r.namespaced)
 		if err != nil {
 			return "", err
 		}

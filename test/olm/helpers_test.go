@@ -4,12 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -52,6 +54,19 @@ func serveCatalog(t *testing.T, p operatorPackage, releases ...release) {
 // deletes the ClusterExtension and waits until it and its CRDs are gone.
 func install(t *testing.T, p operatorPackage, mode oriav1alpha1.RBACMode, version string) *ocv1.ClusterExtension {
 	t.Helper()
+	return installExtension(t, p, mode, version, false)
+}
+
+// installAnnotated is install with mode set on the ClusterExtension when it
+// is created: oria may then see the CRDs before Helm has created the
+// bundle's ClusterRoles, and generate one of them first.
+func installAnnotated(t *testing.T, p operatorPackage, mode oriav1alpha1.RBACMode, version string) *ocv1.ClusterExtension {
+	t.Helper()
+	return installExtension(t, p, mode, version, true)
+}
+
+func installExtension(t *testing.T, p operatorPackage, mode oriav1alpha1.RBACMode, version string, atCreation bool) *ocv1.ClusterExtension {
+	t.Helper()
 	ns := p.name
 	testutil.Create(t, k8sClient, testutil.Namespace(ns, nil))
 	testutil.Create(t, k8sClient, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "installer", Namespace: ns}})
@@ -72,27 +87,21 @@ func install(t *testing.T, p operatorPackage, mode oriav1alpha1.RBACMode, versio
 			},
 		},
 	}
+	if atCreation {
+		ce.Annotations = map[string]string{oriav1alpha1.AnnotationRBACMode: string(mode)}
+	}
 	testutil.Create(t, k8sClient, ce)
 	t.Cleanup(func() {
 		ctx := context.Background()
 		_ = k8sClient.Delete(ctx, ce)
-		crds := []client.Object{}
-		for _, a := range append(append([]api{}, apisV1...), doohickeys) {
-			crds = append(crds, &metav1.PartialObjectMetadata{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
-				ObjectMeta: metav1.ObjectMeta{Name: p.crdName(a)},
-			})
-		}
-		testutil.EventuallyGone(t, k8sClient, append([]client.Object{ce}, crds...)...)
+		testutil.EventuallyGone(t, k8sClient, ce)
+		collectCRDs(t, p)
 		_ = k8sClient.Delete(ctx, crb)
 		_ = k8sClient.Delete(ctx, testutil.Namespace(ns, nil))
 	})
 	waitInstalled(t, ce.Name, "")
-	if mode != "" {
-		// As an admin does: `kubectl annotate` once it is installed. (Set
-		// at creation, oria may see the CRDs before Helm has created the
-		// bundle's ClusterRoles and generate one of them first: see
-		// TestBundleRoleAfterGeneratedRole.)
+	if mode != "" && !atCreation {
+		// As an admin does: `kubectl annotate` once it is installed.
 		testutil.SetRBACMode(t, k8sClient, ce.Name, mode)
 	}
 	return ce
@@ -191,7 +200,7 @@ func eventuallyAccess(t *testing.T, want bool, checks ...testutil.Access) {
 func generatedRoles(t require.TestingT, ext string) []string {
 	list := &rbacv1.ClusterRoleList{}
 	require.NoError(t, k8sClient.List(context.Background(), list, client.MatchingLabels{
-		oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue, oriav1alpha1.LabelExtension: names.LabelValue(ext),
+		oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue, oriav1alpha1.LabelExtension: names.LabelValue(ext),
 	}))
 	var out []string
 	for _, r := range list.Items {
@@ -247,4 +256,116 @@ func notFound(t require.TestingT, role string) bool {
 		require.NoError(t, err)
 	}
 	return apierrors.IsNotFound(err)
+}
+
+// gcGrace is how long collectCRDs lets kube-controller-manager's garbage
+// collector delete an uninstalled extension's CRDs before deleting them
+// itself.
+const gcGrace = 30 * time.Second
+
+// collectCRDs waits until the CRDs of p (owned by its deleted
+// ClusterExtension) are gone. The garbage collector deletes them; when it
+// has not within gcGrace, the test deletes them as the collector would.
+// Each package of this suite installs and deletes CRDs, and the collector
+// pauses its workers until every resource monitor has synced, including
+// monitors of CRDs deleted since its last discovery (kube-controller-
+// manager logs "Failed to watch ... could not find the requested
+// resource" for them): on a loaded machine that pause outlasted two
+// minutes. What this suite tests is oria's reaction to the CRDs going,
+// not the collector's latency.
+func collectCRDs(t *testing.T, p operatorPackage) {
+	t.Helper()
+	var crds []client.Object
+	for _, a := range append(append([]api{}, apisV1...), doohickeys) {
+		crds = append(crds, &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: p.crdName(a)}})
+	}
+	deadline := time.Now().Add(gcGrace)
+	for time.Now().Before(deadline) && len(present(t, crds)) > 0 {
+		time.Sleep(testutil.Interval)
+	}
+	if left := present(t, crds); len(left) > 0 {
+		t.Logf("the garbage collector left %d CRD(s) of %s after %s; deleting them", len(left), p.name, gcGrace)
+		for _, crd := range left {
+			require.NoError(t, client.IgnoreNotFound(k8sClient.Delete(context.Background(), crd)))
+		}
+	}
+	testutil.EventuallyGone(t, k8sClient, crds...)
+}
+
+// present returns those of objs that still exist.
+func present(t *testing.T, objs []client.Object) []client.Object {
+	t.Helper()
+	var out []client.Object
+	for _, o := range objs {
+		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object))
+		if err == nil {
+			out = append(out, o)
+		} else if !apierrors.IsNotFound(err) {
+			t.Logf("reading %s: %v", o.GetName(), err)
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// accessWatch polls one access check (a SubjectAccessReview) at a fixed
+// interval and records how long it was denied.
+type accessWatch struct {
+	stopped chan struct{}
+	done    chan struct{}
+	worst   time.Duration
+	checks  int
+	denied  int
+}
+
+// watchAccess starts polling a, which must be allowed now, every interval.
+func watchAccess(t *testing.T, a testutil.Access, interval time.Duration) *accessWatch {
+	t.Helper()
+	w := &accessWatch{stopped: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		var since time.Time
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.stopped:
+				if !since.IsZero() {
+					w.worst = max(w.worst, time.Since(since))
+				}
+				return
+			case <-tick.C:
+			}
+			ok, err := testutil.Allowed(context.Background(), k8sClient, a)
+			if err != nil {
+				continue
+			}
+			w.checks++
+			now := time.Now()
+			switch {
+			case !ok && since.IsZero():
+				since = now
+				w.denied++
+			case !ok:
+				w.denied++
+			case ok && !since.IsZero():
+				w.worst = max(w.worst, now.Sub(since))
+				since = time.Time{}
+			}
+		}
+	}()
+	t.Cleanup(func() { _, _, _ = w.stop() })
+	return w
+}
+
+// stop ends the polling and returns the longest denial, the checks made
+// and how many were denied.
+func (w *accessWatch) stop() (worst time.Duration, checks, denied int) {
+	select {
+	case <-w.stopped:
+	default:
+		close(w.stopped)
+	}
+	<-w.done
+	return w.worst, w.checks, w.denied
 }

@@ -66,11 +66,11 @@ func TestNoFight(t *testing.T) {
 
 	start := w.count()
 	oriaBefore := sumMetric(t, oria.MetricsURL, "", "oria_writes_total", nil)
-	ocBefore := sumMetric(t, ocMetricsURL, metricsToken, "controller_runtime_reconcile_total", map[string]string{"controller": "clusterextension"})
+	ocBefore := sumMetric(t, ocMetricsURL, metricsToken, "controller_runtime_reconcile_total", map[string]string{"controller": underTest.ceController})
 	t.Logf("idle for %s: oria has written %v times so far, operator-controller reconciled ClusterExtensions %v times", idleWindow, oriaBefore, ocBefore)
 	time.Sleep(idleWindow)
 	oriaWrites := sumMetric(t, oria.MetricsURL, "", "oria_writes_total", nil) - oriaBefore
-	ocReconciles := sumMetric(t, ocMetricsURL, metricsToken, "controller_runtime_reconcile_total", map[string]string{"controller": "clusterextension"}) - ocBefore
+	ocReconciles := sumMetric(t, ocMetricsURL, metricsToken, "controller_runtime_reconcile_total", map[string]string{"controller": underTest.ceController}) - ocBefore
 	writes := w.since(start)
 	t.Logf("in %s: oria writes %v, operator-controller ClusterExtension reconciles %v, writes seen by the API server %d", idleWindow, oriaWrites, ocReconciles, len(writes))
 	assert.Zero(t, oriaWrites, "oria_writes_total grew while idle")

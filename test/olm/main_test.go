@@ -1,13 +1,14 @@
 // Package olm runs oria against the real OLM v1: operator-controller and
-// catalogd v1.2.0, built from the Go module proxy by hack/olm.sh, run as
-// processes next to the local control plane (etcd, kube-apiserver,
-// kube-controller-manager) and the oria binary. Bundle and catalog images
-// are built in Go and served by an in-process OCI registry on loopback
-// (HTTPS, with a CA of the suite's own that catalogd and operator-controller
-// are given with --pull-cas-dir). Nothing here creates an extension's CRDs
-// or ClusterRoles by hand: operator-controller installs, upgrades and
-// uninstalls them, and the tests check oria's answer with
-// SubjectAccessReviews.
+// catalogd, built from the Go module proxy by hack/olm.sh, run as processes
+// next to the local control plane (etcd, kube-apiserver,
+// kube-controller-manager) and the oria binary. The whole suite runs once
+// per release (v1.2.0 and v1.5.1; releases_test.go), each time on a fresh
+// control plane. Bundle and catalog images are built in Go and served by an
+// in-process OCI registry on loopback (HTTPS, with a CA of the suite's own
+// that catalogd and operator-controller are given with --pull-cas-dir).
+// Nothing here creates an extension's CRDs or ClusterRoles by hand:
+// operator-controller installs, upgrades and uninstalls them, and the tests
+// check oria's answer with SubjectAccessReviews.
 //
 // No kubelet runs: the bundle's Deployment has no replicas, and a Helm
 // install reports Installed=True without pods.
@@ -32,12 +33,9 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/oria/internal/testutil"
@@ -51,8 +49,6 @@ const systemNamespace = "olmv1-system"
 var (
 	cluster   *localcluster.Cluster
 	k8sClient client.Client
-	// olmDir holds operator-controller, catalogd and their CRDs (hack/olm.sh).
-	olmDir string
 	// workDir holds certificates, caches and logs; the teardown removes it.
 	workDir string
 	pki     *certs
@@ -69,50 +65,64 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	enterPodIfShim() // the test binary run as a pod's shim (pod_test.go) execs an OLM binary
 	// operator-controller, catalogd and oria are separate processes, and an
 	// install goes through the registry and the catalog: waits get time.
 	testutil.Timeout, testutil.Interval = 2*time.Minute, 200*time.Millisecond
 	flag.Parse() // for testing.Short: with -short nothing is built or started
-	opts := localcluster.Options{ControllerManager: true, Webhook: true}
-	if !testing.Short() {
-		dir, err := olmAssets()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "OLM v1 binaries: %v\n", err)
-			os.Exit(1)
-		}
-		olmDir = dir
-		// operator-controller v1.2.0's own CRDs: its ClusterExtension CRD
-		// replaces the v1.11.0 one localcluster installs (envtest keeps the
-		// last definition of a name), and catalogd's ClusterCatalog.
-		opts.ExtraCRDPaths = []string{filepath.Join(dir, "crds")}
-		if os.Getenv("ORIA_TEST_VERBOSE") == "" {
-			if f, err := os.CreateTemp("", "oria-olm-kcm-*.log"); err == nil {
-				kcmLog, opts.Log = f, f
+	if testing.Short() {
+		testutil.RunMain(m, &cluster, localcluster.Options{})
+	}
+	releases, err := olmReleases()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "OLM v1 binaries: %v\n", err)
+		os.Exit(1)
+	}
+	// The whole suite once per release (testing.M.Run may run more than
+	// once: go.dev/issue/23129); the exit code is the first failure's.
+	code := 0
+	var results []string
+	for _, r := range releases {
+		fmt.Fprintf(os.Stderr, "=== olm suite: operator-controller and catalogd %s (%s)\n", r.version, r.dir)
+		start := time.Now()
+		c := runRelease(m, r)
+		result := "ok"
+		if c != 0 {
+			result = "FAIL"
+			if code == 0 {
+				code = c
 			}
 		}
+		results = append(results, fmt.Sprintf("=== olm suite: %s %s in %s", result, r.version, time.Since(start).Round(time.Second)))
+		fmt.Fprintln(os.Stderr, results[len(results)-1])
 	}
-	testutil.RunMain(m, &cluster, opts, setup)
+	if len(results) > 1 {
+		fmt.Fprintln(os.Stderr, strings.Join(results, "\n"))
+	}
+	os.Exit(code)
 }
 
-// olmAssets returns $ORIA_OLM_ASSETS, or builds (once, cached) OLM v1 with
-// hack/olm.sh and returns its directory.
-func olmAssets() (string, error) {
-	if d := os.Getenv("ORIA_OLM_ASSETS"); d != "" {
-		return d, nil
+// runRelease runs the suite against r: a control plane of its own with r's
+// CRDs, r's catalogd and operator-controller, oria.
+func runRelease(m *testing.M, r olmRelease) int {
+	underTest = r
+	// The release's own CRDs: its ClusterExtension CRD replaces the
+	// v1.11.0 one localcluster installs (envtest keeps the last definition
+	// of a name), and catalogd's ClusterCatalog.
+	opts := localcluster.Options{ControllerManager: true, Webhook: true, ExtraCRDPaths: []string{filepath.Join(r.dir, "crds")}}
+	kcmLog = nil
+	if os.Getenv("ORIA_TEST_VERBOSE") == "" {
+		if f, err := os.CreateTemp("", "oria-olm-kcm-*.log"); err == nil {
+			kcmLog, opts.Log = f, f
+		}
 	}
-	cmd := exec.Command("bash", filepath.Join(localcluster.RepoRoot(), "hack", "olm.sh"))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("hack/olm.sh: %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
+	return testutil.Run(m, &cluster, opts, setup)
 }
 
 // setup starts the registry, catalogd, operator-controller and oria.
 func setup() (func(int), error) {
 	var err error
-	if workDir, err = os.MkdirTemp("", "oria-olm-"); err != nil {
+	if workDir, err = os.MkdirTemp("", "oria-olm-"+underTest.version+"-"); err != nil {
 		return nil, err
 	}
 	var stops []func()
@@ -135,7 +145,7 @@ func setup() (func(int), error) {
 		}
 		if code != 0 || os.Getenv("ORIA_OLM_KEEP") != "" {
 			// The whole logs, for what the tails above do not explain.
-			fmt.Fprintf(os.Stderr, "olm suite: logs kept in %s (kube-controller-manager: %v)\n", workDir, kcmLog != nil)
+			fmt.Fprintf(os.Stderr, "olm suite %s: logs kept in %s (kube-controller-manager: %v)\n", underTest.version, workDir, kcmLog != nil)
 			if kcmLog != nil {
 				_ = os.Rename(kcmLog.Name(), filepath.Join(workDir, "kube-controller-manager.log"))
 			}
@@ -173,7 +183,7 @@ func setup() (func(int), error) {
 		return fail(err)
 	}
 	addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
-	catalogd, err = start("catalogd", filepath.Join(olmDir, "catalogd"), "http://"+addr(1)+"/readyz",
+	catalogd, err = start(ctx, "catalogd", catalogdAccount, "http://"+addr(1)+"/readyz",
 		"--metrics-bind-address="+addr(0),
 		"--health-probe-bind-address="+addr(1),
 		"--catalogs-server-addr="+addr(2),
@@ -189,15 +199,19 @@ func setup() (func(int), error) {
 	}
 	stops = append(stops, catalogd.stop)
 	ocMetricsURL = "https://" + addr(4) + "/metrics"
-	operatorController, err = start("operator-controller", filepath.Join(olmDir, "operator-controller"), "http://"+addr(5)+"/readyz",
-		"--metrics-bind-address="+addr(4),
-		"--health-probe-bind-address="+addr(5),
-		"--tls-cert="+pki.certFile, "--tls-key="+pki.keyFile,
-		"--catalogd-cas-dir="+pki.caDir,
-		"--pull-cas-dir="+pki.caDir,
-		"--cache-path="+filepath.Join(workDir, "operator-controller-cache"),
-		"--system-namespace="+systemNamespace,
-	)
+	ocArgs := []string{
+		"--metrics-bind-address=" + addr(4),
+		"--health-probe-bind-address=" + addr(5),
+		"--tls-cert=" + pki.certFile, "--tls-key=" + pki.keyFile,
+		"--catalogd-cas-dir=" + pki.caDir,
+		"--pull-cas-dir=" + pki.caDir,
+		"--cache-path=" + filepath.Join(workDir, "operator-controller-cache"),
+		"--system-namespace=" + systemNamespace,
+	}
+	if underTest.featureGates != "" {
+		ocArgs = append(ocArgs, "--feature-gates="+underTest.featureGates)
+	}
+	operatorController, err = start(ctx, "operator-controller", operatorControllerAccount, "http://"+addr(5)+"/readyz", ocArgs...)
 	if err != nil {
 		return fail(err)
 	}
@@ -216,8 +230,9 @@ func setup() (func(int), error) {
 }
 
 // installerRole is what the installer ServiceAccount of every test's
-// ClusterExtension may do: v1.2.0 installs with that ServiceAccount's token
-// (v1.11.0 ignores spec.serviceAccount and installs as itself). It covers
+// ClusterExtension may do: v1.2.0 and v1.5.1 install with that
+// ServiceAccount's token (v1.11.0 ignores spec.serviceAccount and installs as
+// itself). It covers
 // what the test bundle holds — CRDs, ClusterRoles and their bindings (the
 // CSV's clusterPermissions, which the installer must hold or escalate),
 // ServiceAccounts, Deployments — and setting blockOwnerDeletion on them.
@@ -226,8 +241,14 @@ const installerRole = "oria-olm-e2e-installer"
 // metricsReader may read operator-controller's metrics.
 const metricsReader = "oria-olm-e2e-metrics-reader"
 
-// prepareCluster creates OLM's namespace, the installer ClusterRole and the
-// metrics reader with its token.
+// The ServiceAccounts of catalogd's and operator-controller's pods.
+const (
+	catalogdAccount           = "catalogd-controller-manager"
+	operatorControllerAccount = "operator-controller-controller-manager"
+)
+
+// prepareCluster creates OLM's namespace, the installer ClusterRole, the
+// accounts of OLM's pods, and the metrics reader with its token.
 func prepareCluster(ctx context.Context) error {
 	all := []string{"*"}
 	objs := []client.Object{
@@ -240,6 +261,9 @@ func prepareCluster(ctx context.Context) error {
 			{APIGroups: []string{"olm.operatorframework.io"}, Resources: []string{"clusterextensions/finalizers"}, Verbs: []string{"update"}},
 		}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: metricsReader, Namespace: systemNamespace}},
+		// The accounts of OLM's pods (pod_test.go), as upstream names them.
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: catalogdAccount, Namespace: systemNamespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorControllerAccount, Namespace: systemNamespace}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: metricsReader}, Rules: []rbacv1.PolicyRule{
 			{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
 		}},
@@ -254,25 +278,9 @@ func prepareCluster(ctx context.Context) error {
 			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
 		}
 	}
-	cs, err := kubernetes.NewForConfig(cluster.Config)
-	if err != nil {
-		return err
-	}
-	// The ServiceAccount controller may not have made the account's
-	// namespace usable yet; retry briefly.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		tr, err := cs.CoreV1().ServiceAccounts(systemNamespace).CreateToken(ctx, metricsReader,
-			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}, metav1.CreateOptions{})
-		if err == nil {
-			metricsToken = tr.Status.Token
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("token for %s: %w", metricsReader, err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	var err error
+	metricsToken, err = serviceAccountToken(ctx, metricsReader)
+	return err
 }
 
 // process is a running OLM binary.
@@ -282,19 +290,37 @@ type process struct {
 	done    chan struct{}
 }
 
-// start runs bin with args and KUBECONFIG set (admin: the deployment's own
-// ClusterRoles are not what is under test) and waits until readyURL answers
-// 200.
-func start(name, bin, readyURL string, args ...string) (*process, error) {
-	p := &process{logPath: filepath.Join(workDir, name+".log"), done: make(chan struct{})}
+// olmCommand returns the command that runs the release's binary name (its
+// pod's ServiceAccount account) with args: as a process, or, for a release
+// that must run in a pod, as in one (podCommand).
+func olmCommand(ctx context.Context, name, account string, args ...string) (*exec.Cmd, error) {
+	bin := filepath.Join(underTest.dir, name)
+	if underTest.inPod {
+		return podCommand(ctx, filepath.Join(workDir, name+"-run"), account, bin, args...)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	return cmd, nil
+}
+
+// start runs the release's binary name (its pod's ServiceAccount account)
+// with args and KUBECONFIG set (admin: the deployment's own ClusterRoles are
+// not what is under test) and waits until readyURL answers 200.
+func start(ctx context.Context, name, account, readyURL string, args ...string) (*process, error) {
+	cmd, err := olmCommand(ctx, name, account, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p := &process{logPath: filepath.Join(workDir, name+".log"), done: make(chan struct{}), cmd: cmd}
 	logFile, err := os.Create(p.logPath)
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+cluster.Kubeconfig)
+	if p.cmd.Env == nil {
+		p.cmd.Env = os.Environ()
+	}
+	p.cmd.Env = append(p.cmd.Env, "KUBECONFIG="+cluster.Kubeconfig)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := p.cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)

@@ -166,6 +166,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.operator-framework.oria.api.v1alpha1.APIRef
           elementRelationship: atomic
+    - name: expiresAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: extensionName
       type:
         scalar: string
@@ -179,6 +182,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: atomic
+    - name: notBefore
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: serviceAccount
       type:
         namedType: com.github.operator-framework.oria.api.v1alpha1.ServiceAccountReference
@@ -249,6 +255,9 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.operator-framework.oria.api.v1alpha1.ScopeInstanceSpec
   map:
     fields:
+    - name: expiresAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: namespaceSelector
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
@@ -259,6 +268,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: atomic
+    - name: notBefore
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
     - name: publication
       type:
         namedType: com.github.operator-framework.oria.api.v1alpha1.Publication

@@ -48,7 +48,7 @@ func TestConflict(t *testing.T) {
 	otherName := names.ExtensionRole(crd, names.RoleEdit)
 	other := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: otherName, Labels: map[string]string{
-			oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue, oriav1alpha1.LabelExtension: otherExt.Name,
+			oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue, oriav1alpha1.LabelExtension: otherExt.Name,
 		}, Annotations: map[string]string{oriav1alpha1.AnnotationCRD: crd},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: ocv1.GroupVersion.String(), Kind: "ClusterExtension",
 				Name: otherExt.Name, UID: otherExt.UID, Controller: new(true)}}},

@@ -236,7 +236,7 @@ func (r *Reconciler) writer() *engine.Writer {
 }
 
 // write applies the plan through the engine: generated roles first, then
-// bundle labels, then deletions.
+// hand-overs of roles the bundle adopted, bundle labels, then deletions.
 func (r *Reconciler) write(ctx context.Context, p *plan) outcome {
 	if !p.valid {
 		return outcome{}
@@ -244,9 +244,10 @@ func (r *Reconciler) write(ctx context.Context, p *plan) outcome {
 	w := r.writer()
 	owns := func(o client.Object) bool { return ownership.ExtensionOwns(o, p.ext.Name, p.ext.UID) }
 	ensured := engine.Ensure(ctx, w, roleKind, owns, p.desired, p.cached)
+	handed := engine.HandOverAll(ctx, w, roleKind.Name, p.handOvers)
 	bundle := engine.Apply(ctx, w, p.bundleApplies, func(i int) string { return p.bundleNames[i] })
 	deleted := engine.Delete(ctx, w, roleKind.Name, p.stale)
-	return newOutcome(p, ensured, bundle, deleted)
+	return newOutcome(p, ensured, handed, bundle, deleted)
 }
 
 // roleKind is how the engine writes generated roles.

@@ -54,7 +54,7 @@ func TestDrift(t *testing.T) {
 		// The role drops out of oria's cache; its owner reference still
 		// says it is oria's.
 		crdview := role(names.ExtensionRole(crd, names.RoleViewCRDView))
-		testutil.Update(t, k8sClient, crdview, func() { delete(crdview.Labels, oriav1alpha1.LabelManagedBy) })
+		testutil.Update(t, k8sClient, crdview, func() { delete(crdview.Labels, oriav1alpha1.LabelManaged) })
 		waitRoles(t, ce, legacy, []string{crd})
 		assert.Equal(t, crdview.UID, getRole(t, crdview.Name).UID)
 		waitCondition(t, ce.Name, metav1.ConditionTrue, oriav1alpha1.ReasonLegacy)

@@ -40,7 +40,7 @@ func TestForeignRoleIsNeverAggregated(t *testing.T) {
 	// secrets too.
 	forged := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: editName, Labels: map[string]string{
-			oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue, oriav1alpha1.LabelExtension: names.LabelValue(ce.Name),
+			oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue, oriav1alpha1.LabelExtension: names.LabelValue(ce.Name),
 		}, Annotations: map[string]string{oriav1alpha1.AnnotationCRD: crd}},
 		Rules: append(genroles.Rules(crd, names.RoleEdit), broadRule),
 	}

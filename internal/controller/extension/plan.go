@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/olm"
@@ -53,6 +54,10 @@ type plan struct {
 	// bundleApplies are the label changes on bundle roles, in name order.
 	bundleApplies []runtime.ApplyConfiguration
 	bundleNames   []string
+	// handOvers are the roles oria generated that the bundle adopted since
+	// (adopted.go), in name order: oria gives up its hold on them first,
+	// and applies nothing else to them in the same reconcile.
+	handOvers []engine.HandOver
 }
 
 // Gather reads what a reconcile of ce needs, from the caches only, and
@@ -60,7 +65,7 @@ type plan struct {
 func (r *Reconciler) Gather(ctx context.Context, ce *ocv1.ClusterExtension) (*plan, error) {
 	annotation, annotated := ce.Annotations[oriav1alpha1.AnnotationRBACMode]
 	mode, valid := oriav1alpha1.EffectiveRBACMode(ce.Annotations, r.DefaultMode)
-	p := &plan{ext: Extension{Name: ce.Name, UID: ce.UID}, mode: mode, annotated: annotated, annotation: annotation, valid: valid}
+	p := &plan{ext: Extension{Name: ce.Name, UID: ce.UID, Namespace: ce.Spec.Namespace}, mode: mode, annotated: annotated, annotation: annotation, valid: valid}
 	if !valid {
 		return p, nil
 	}
@@ -102,6 +107,10 @@ func (r *Reconciler) Gather(ctx context.Context, ce *ocv1.ClusterExtension) (*pl
 		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.bundle)) {
+		if ops := handOverPatch(p.bundle[name], keptLabel(p.bundle[name], mode)); ops != nil {
+			p.handOvers = append(p.handOvers, engine.HandOver{Object: p.bundle[name].Object, Patch: ops})
+			continue
+		}
 		if ac := BundleRoleApply(p.bundle[name], mode); ac != nil {
 			p.bundleApplies = append(p.bundleApplies, ac)
 			p.bundleNames = append(p.bundleNames, name)

@@ -44,6 +44,9 @@ var exclusiveLabels = []string{
 type Extension struct {
 	Name string
 	UID  types.UID
+	// Namespace is its spec.namespace, where operator-controller keeps its
+	// Helm release.
+	Namespace string
 }
 
 // managedMode reports whether oria generates roles in mode.
@@ -78,7 +81,7 @@ func DesiredRoles(ext Extension, crds []string, mode oriav1alpha1.RBACMode, bund
 				ObjectMeta: metav1.ObjectMeta{
 					Name:            name,
 					Labels:          labels,
-					Annotations:     map[string]string{oriav1alpha1.AnnotationCRD: crd},
+					Annotations:     ownership.ExtensionRoleAnnotations(ext.Name, ext.Namespace, crd),
 					OwnerReferences: []metav1.OwnerReference{ownership.ExtensionRef(ext.Name, ext.UID)},
 				},
 				Rules: genroles.Rules(crd, k),
@@ -102,6 +105,10 @@ type BundleRole struct {
 	// extension's APIs (bundlerole.TooBroad): oria grants it nowhere. Only
 	// judged in Legacy and FineGrained mode.
 	TooBroad string
+	// Object is the role's metadata as read (a role oria generated before
+	// the bundle adopted it still carries oria's labels and managed
+	// fields: see handOverPatch).
+	Object *metav1.PartialObjectMetadata
 }
 
 // BundleRoleApply returns the apply configuration oria sends for a
@@ -114,8 +121,8 @@ type BundleRole struct {
 // nothing the bundle owns, and applying it without the label releases
 // exactly the label oria added earlier.
 func BundleRoleApply(b BundleRole, mode oriav1alpha1.RBACMode) *rbacv1ac.ClusterRoleApplyConfiguration {
-	key := aggregationLabel[b.Kind]
-	if mode == oriav1alpha1.RBACModeLegacy && b.TooBroad == "" {
+	key := keptLabel(b, mode)
+	if key != "" {
 		if b.Labels[key] == "true" && slices.Equal(b.OwnedLabels, []string{key}) {
 			return nil
 		}
@@ -125,6 +132,16 @@ func BundleRoleApply(b BundleRole, mode oriav1alpha1.RBACMode) *rbacv1ac.Cluster
 		return nil
 	}
 	return rbacv1ac.ClusterRole(b.Name)
+}
+
+// keptLabel is the label oria owns on the bundle role b in mode: the
+// aggregation label of its kind in Legacy mode, unless the role reaches
+// beyond the extension; "" (none) otherwise.
+func keptLabel(b BundleRole, mode oriav1alpha1.RBACMode) string {
+	if mode == oriav1alpha1.RBACModeLegacy && b.TooBroad == "" {
+		return aggregationLabel[b.Kind]
+	}
+	return ""
 }
 
 // BundleRoles returns the bundle-provided roles among objs (the extension's
@@ -138,7 +155,7 @@ func BundleRoles(objs []metav1.PartialObjectMetadata, crds []string) map[string]
 		if !ok || !o.DeletionTimestamp.IsZero() {
 			continue
 		}
-		out[o.Name] = BundleRole{Name: o.Name, Kind: k, Labels: maps.Clone(o.Labels), OwnedLabels: appliedLabels(o)}
+		out[o.Name] = BundleRole{Name: o.Name, Kind: k, Labels: maps.Clone(o.Labels), OwnedLabels: appliedLabels(o), Object: o}
 	}
 	return out
 }

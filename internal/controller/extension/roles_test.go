@@ -37,11 +37,12 @@ func essence(acs []*rbacv1.ClusterRole) []role {
 }
 
 func TestDesiredRoles(t *testing.T) {
-	ext := Extension{Name: "argocd", UID: types.UID("uid-1")}
+	ext := Extension{Name: "argocd", UID: types.UID("uid-1"), Namespace: "argocd-system"}
 	owner := "olm.operatorframework.io/v1/ClusterExtension/argocd/uid-1/controller"
 	labels := func(ext, kind string, agg ...string) map[string]string {
 		l := map[string]string{
-			oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue,
+			oriav1alpha1.LabelManaged:   oriav1alpha1.ManagedValue,
+			oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByHelm,
 			oriav1alpha1.LabelExtension: ext,
 			oriav1alpha1.LabelRole:      kind,
 		}
@@ -50,7 +51,13 @@ func TestDesiredRoles(t *testing.T) {
 		}
 		return l
 	}
-	crdAnn := func(crd string) map[string]string { return map[string]string{oriav1alpha1.AnnotationCRD: crd} }
+	crdAnn := func(crd string) map[string]string {
+		return map[string]string{
+			oriav1alpha1.AnnotationCRD:                  crd,
+			oriav1alpha1.AnnotationHelmReleaseName:      "argocd",
+			oriav1alpha1.AnnotationHelmReleaseNamespace: "argocd-system",
+		}
+	}
 	resRule := func(group, plural string, verbs ...string) []rbacv1.PolicyRule {
 		return []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: []string{plural}, Verbs: verbs}}
 	}
@@ -127,11 +134,12 @@ func TestDesiredRoles(t *testing.T) {
 		},
 		{
 			name: "long extension name: label value shortened",
-			ext:  Extension{Name: longExt, UID: "uid-1"}, crds: []string{"foos.example.com"}, mode: oriav1alpha1.RBACModeFineGrained,
+			ext:  Extension{Name: longExt, UID: "uid-1", Namespace: "argocd-system"}, crds: []string{"foos.example.com"}, mode: oriav1alpha1.RBACModeFineGrained,
 			want: func() []role {
 				rs := fourRoles("foos.example.com", "example.com", "foos", names.LabelValue(longExt), false)
 				for i := range rs {
 					rs[i].Owner = "olm.operatorframework.io/v1/ClusterExtension/" + longExt + "/uid-1/controller"
+					rs[i].Annotations[oriav1alpha1.AnnotationHelmReleaseName] = longExt // the full name: an annotation has room
 				}
 				return rs
 			}(),
@@ -217,7 +225,7 @@ func TestSplitCRDName(t *testing.T) {
 }
 
 func TestUpToDate(t *testing.T) {
-	ext := Extension{Name: "argocd", UID: "uid-1"}
+	ext := Extension{Name: "argocd", UID: "uid-1", Namespace: "argocd-system"}
 	desired := func(mode oriav1alpha1.RBACMode) *rbacv1.ClusterRole {
 		return DesiredRoles(ext, []string{"foos.example.com"}, mode, nil)[0] // -admin
 	}
@@ -226,10 +234,13 @@ func TestUpToDate(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{
 				Name: "foos.example.com-admin",
 				Labels: map[string]string{
-					oriav1alpha1.LabelManagedBy: "oria", oriav1alpha1.LabelExtension: "argocd", oriav1alpha1.LabelRole: "admin",
+					oriav1alpha1.LabelManaged: "true", oriav1alpha1.LabelManagedBy: "Helm", oriav1alpha1.LabelExtension: "argocd", oriav1alpha1.LabelRole: "admin",
 					oriav1alpha1.LabelAggregateToAdmin: "true", "someone.else/label": "x",
 				},
-				Annotations: map[string]string{oriav1alpha1.AnnotationCRD: "foos.example.com", "other": "y"},
+				Annotations: map[string]string{
+					oriav1alpha1.AnnotationCRD: "foos.example.com", "other": "y",
+					oriav1alpha1.AnnotationHelmReleaseName: "argocd", oriav1alpha1.AnnotationHelmReleaseNamespace: "argocd-system",
+				},
 				OwnerReferences: []metav1.OwnerReference{
 					{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "u2"},
 					{APIVersion: "olm.operatorframework.io/v1", Kind: "ClusterExtension", Name: "argocd", UID: "uid-1", Controller: ptr.To(true)},

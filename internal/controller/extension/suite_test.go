@@ -142,7 +142,7 @@ func waitCondition(t *testing.T, name string, status metav1.ConditionStatus, rea
 func liveRoles(t require.TestingT, ext string) map[string]*rbacv1.ClusterRole {
 	list := &rbacv1.ClusterRoleList{}
 	require.NoError(t, k8sClient.List(context.Background(), list, client.MatchingLabels{
-		oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelManaged:   oriav1alpha1.ManagedValue,
 		oriav1alpha1.LabelExtension: names.LabelValue(ext),
 	}))
 	out := map[string]*rbacv1.ClusterRole{}
@@ -253,7 +253,7 @@ func waitCacheSynced(t *testing.T, e *env, name string) {
 			}
 			return m
 		}
-		sel := client.MatchingLabels{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}
+		sel := client.MatchingLabels{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue}
 		lr, cr := &rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleList{}
 		require.NoError(c, k8sClient.List(ctx, lr, sel))
 		require.NoError(c, cached.List(ctx, cr, sel))

@@ -87,7 +87,7 @@ var ownerLabel = map[string]struct{ kind, label string }{
 //     generated (ownership.ExtensionOwns).
 func ClaimOf(kind string, obj metav1.Object) (Claim, bool) {
 	labels := obj.GetLabels()
-	if labels[oriav1alpha1.LabelManagedBy] != oriav1alpha1.ManagedByValue {
+	if labels[oriav1alpha1.LabelManaged] != oriav1alpha1.ManagedValue {
 		return Claim{}, false
 	}
 	ref := metav1.GetControllerOf(obj)

@@ -18,7 +18,7 @@ import (
 // obj is an object's metadata with oria's managed-by label, extra labels,
 // owner references and annotations.
 func obj(labels map[string]string, refs []metav1.OwnerReference, annotations map[string]string) *metav1.ObjectMeta {
-	l := map[string]string{oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue}
+	l := map[string]string{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue}
 	for k, v := range labels {
 		l[k] = v
 	}

@@ -21,6 +21,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -34,6 +35,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/lookup"
+	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/reconciler"
@@ -78,6 +80,11 @@ type Options struct {
 	// Engine is the write engine's state shared by one set of controllers
 	// (controller.SetupAll passes one to all); nil makes one of its own.
 	Engine *engine.Engine
+	// OLM holds back the watch of ClusterExtensions until the API server
+	// serves them (manager.OLMGate); meanwhile policies report
+	// OLMNotInstalled, and all are looked at again when it opens. nil: the
+	// API is served.
+	OLM *manager.OLMGate
 }
 
 // Reconciler reconciles RBACPolicies.
@@ -105,6 +112,9 @@ type Reconciler struct {
 	// Engine is the write engine's state this controller shares with the
 	// others of its manager; nil bounds nothing and observes nothing.
 	Engine *engine.Engine
+	// Now tells the time policies' windows are judged at, for their status
+	// (time.Now when nil).
+	Now func() time.Time
 }
 
 // SetupWithManager registers the controller and its index with mgr.
@@ -133,9 +143,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		For(&oriav1alpha1.RBACPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&oriav1alpha1.ScopeTemplate{}).
 		Owns(&oriav1alpha1.ScopeInstance{}).
-		Watches(&ocv1.ClusterExtension{}, handler.EnqueueRequestsFromMapFunc(
+		WatchesRawSource(opts.OLM.Defer(source.Kind(mgr.GetCache(), client.Object(&ocv1.ClusterExtension{}), handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request { return r.policiesOf(ctx, o.GetName()) }),
-			builder.WithPredicates(watch.ExtensionChanged())).
+			watch.ExtensionChanged()))).
 		// oria's generated roles (the cache holds only oria's): one created,
 		// changed, restored or deleted is judged again by the policies of
 		// its extension (roles.go).
@@ -155,6 +165,15 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 				return r.policiesOf(ctx, olm.ExtensionOf(o))
 			})))
+	}
+	if !opts.OLM.Available() {
+		// Every policy said OLMNotInstalled: look at all of them again.
+		b = b.WatchesRawSource(opts.OLM.Defer(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			for _, req := range reconciler.Requests(ctx, r.Client, &oriav1alpha1.RBACPolicyList{}) {
+				q.Add(req)
+			}
+			return nil
+		})))
 	}
 	return b.Complete(r)
 }
@@ -201,16 +220,17 @@ func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.RBAC
 		reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.RBACPolicy) any { return o.Status }))(ctx, before, after)
 }
 
-// Requeue looks again soon while the API server's discovery is pending, and
+// Requeue looks again soon while the API server's discovery is pending,
 // after the recheck interval at a conflict or a withheld role that is not a
 // bundle's (objects oria's caches may not show: a hand-made role going away
-// or being fixed lets the policy bind within the interval).
+// or being fixed lets the policy bind within the interval), and at the
+// expiry of a policy with no compiled objects (windowRequeue).
 func (r *Reconciler) Requeue(p *plan, out result) time.Duration {
 	recheck := cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
 	if p.scopesPending {
 		return min(lookup.ScopesRecheck, recheck)
 	}
-	return reconciler.RecheckIf(out.conflict != "" || len(p.foreign) > 0 || len(p.pending) > 0, recheck)
+	return reconciler.Soonest(reconciler.RecheckIf(out.conflict != "" || len(p.foreign) > 0 || len(p.pending) > 0, recheck), r.windowRequeue(p))
 }
 
 func describeInstance(si *oriav1alpha1.ScopeInstance) string {

@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/lookup"
+	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/ownership"
 	policymodel "github.com/operator-framework/oria/internal/policy"
 )
@@ -57,11 +61,18 @@ type plan struct {
 	// scopesPending is set when discovery does not know a covered API yet
 	// (its CRD was just created): look again soon.
 	scopesPending bool
+	// now is the instant the policy's window was judged at, for its
+	// status; window is the policy's window as compiled (whole seconds),
+	// phase where now lies in it. The compiled ScopeInstance carries the
+	// window and judges it for the bindings.
+	now    time.Time
+	window binding.Window
+	phase  binding.Phase
 }
 
-// Gather validates the policy, reads its extension, that extension's APIs
-// and the ClusterRoles it would bind, and decides.
-func (r *Reconciler) Gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy) (*plan, error) {
+// gather validates the policy, reads its extension, that extension's APIs
+// and the ClusterRoles it would bind, and decides (see Gather).
+func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy) (*plan, error) {
 	specReason, specMsg := specError(policy)
 	revoke := func(reason, msg string) (*plan, error) {
 		if specReason != "" {
@@ -71,6 +82,11 @@ func (r *Reconciler) Gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 	}
 	ext := &ocv1.ClusterExtension{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: policy.Spec.ExtensionName}, ext); err != nil {
+		if meta.IsNoMatchError(err) {
+			return revoke(oriav1alpha1.ReasonOLMNotInstalled, fmt.Sprintf(
+				"OLM v1 is not installed: the API server does not serve the ClusterExtension API (CRD %s); access is granted once OLM v1 and ClusterExtension %q are installed",
+				manager.ClusterExtensionCRD, policy.Spec.ExtensionName))
+		}
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("getting ClusterExtension %q: %w", policy.Spec.ExtensionName, err)
 		}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 	policymodel "github.com/operator-framework/oria/internal/policy"
 	"github.com/operator-framework/oria/internal/status"
 )
@@ -32,6 +33,12 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 	switch p.decision {
 	case decisionRevoke:
 		st.APIs, st.Scope, st.BoundNamespaces, st.BoundNamespaceCount = nil, "", nil, 0
+		if p.phase == binding.WindowExpired {
+			// Whatever else is wrong, the grant is over.
+			ready(metav1.ConditionFalse, oriav1alpha1.ReasonExpired, fmt.Sprintf("the grant %s (spec.expiresAt): it grants nothing (also: %s: %s)",
+				p.window.Describe(p.now), p.reason, p.message))
+			return st
+		}
 		ready(metav1.ConditionFalse, p.reason, p.message)
 		return st
 	case decisionNarrow:
@@ -95,8 +102,8 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 				strings.Join(c.APIs, ", "), policy.Spec.ExtensionName, strings.Join(c.Missing, ", ")))
 	default:
 		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound,
-			fmt.Sprintf("%s access to %s for %d subject%s %s", policy.Spec.Access, strings.Join(c.APIs, ", "),
-				len(policy.Spec.Subjects), map[bool]string{true: "", false: "s"}[len(policy.Spec.Subjects) == 1], describeBound(st)))
+			fmt.Sprintf("%s access to %s for %d subject%s %s%s", policy.Spec.Access, strings.Join(c.APIs, ", "),
+				len(policy.Spec.Subjects), map[bool]string{true: "", false: "s"}[len(policy.Spec.Subjects) == 1], describeBound(st), windowNote(p)))
 	}
 	return st
 }

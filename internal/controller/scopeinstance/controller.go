@@ -33,6 +33,10 @@
 // removes its bindings (here, and through ownerReferences by the garbage
 // collector if oria is not running).
 //
+// A time-bound instance (spec.notBefore, spec.expiresAt) has no bindings
+// outside its window, whatever else is wrong with it, and requeues itself
+// for the next instant of the window (window.go).
+//
 // A template's inline ClusterRoles are bound only once the ScopeTemplate
 // controller has created them: binding a name before it exists would grant
 // whatever a same-name role someone else creates in the meantime grants.
@@ -61,6 +65,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/metrics"
@@ -130,6 +135,10 @@ type Options struct {
 	// Engine is the write engine's state shared by one set of controllers
 	// (controller.SetupAll passes one to all); nil makes one of its own.
 	Engine *engine.Engine
+	// ExpiryWarning is how long before a time-bound grant's expiresAt the
+	// AccessExpiring Event is recorded (the manager's --expiry-warning,
+	// DefaultExpiryWarning); 0 records none.
+	ExpiryWarning time.Duration
 }
 
 // DefaultStatusSpacing is how often, at most, an instance whose bound
@@ -174,6 +183,13 @@ type Reconciler struct {
 	// Latency measures how long a namespace event waits for its binding
 	// (oria_namespace_binding_latency_seconds); nil measures nothing.
 	Latency *metrics.NamespaceLatency
+	// Now tells the time the windows of time-bound instances are judged
+	// at (time.Now when nil).
+	Now func() time.Time
+	// ExpiryWarning: see Options.
+	ExpiryWarning time.Duration
+	// windowEvents remembers the Events of time-bound grants recorded.
+	windowEvents windowMemo
 }
 
 // SetupWithManager registers the controller (and the shared binding
@@ -189,6 +205,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  reconciler.LimitEvents(mgr.GetEventRecorder(RecorderName)),
 		Workers:   opts.Workers,
+
+		ExpiryWarning: opts.ExpiryWarning,
 
 		ConflictRecheckInterval: opts.ConflictRecheckInterval,
 		Timing:                  opts.Timing,
@@ -284,10 +302,15 @@ func (r *Reconciler) Deleting(ctx context.Context, si *oriav1alpha1.ScopeInstanc
 	return r.Cleanup(ctx, si.Name)
 }
 
-// Write carries out the plan (write). A spec error writes nothing but
-// revokes the bindings the ServiceAccount no longer vouches for
-// (revokeFrozen).
+// Write carries out the plan (write). Outside its window the instance
+// only deletes (writeClosed), whatever else is wrong with it. A spec error
+// writes nothing but revokes the bindings the ServiceAccount no longer
+// vouches for (revokeFrozen).
 func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
+	if p.phase != binding.WindowOpen {
+		r.Latency.Abandon(si.Name)
+		return r.writeClosed(ctx, si, p)
+	}
 	if p.specErr != nil {
 		r.Latency.Abandon(si.Name)
 		return r.revokeFrozen(ctx, si, p), nil
@@ -296,6 +319,7 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	if err != nil {
 		return res, err
 	}
+	r.recordWindow(ctx, si, p, res)
 	return res, res.err()
 }
 
@@ -318,10 +342,12 @@ func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.Scop
 // Requeue looks again after the recheck interval when the outcome depends
 // on objects oria does not watch (unwatched), within ServiceAccountRecheck
 // while the instance's ServiceAccount is missing, when the writes relied on
-// an expectation, and when a coalesced restart of the publication is due.
+// an expectation, when a coalesced restart of the publication is due, and
+// at the next instant of its window (windowRequeue).
 func (r *Reconciler) Requeue(p *plan, res result) time.Duration {
 	return reconciler.Soonest(reconciler.RecheckIf(res.unwatched(p), r.recheck()),
-		reconciler.RecheckIf(p.serviceAccountMissing(), min(ServiceAccountRecheck, r.recheck())), res.summary.Recheck(), res.published.After)
+		reconciler.RecheckIf(p.serviceAccountMissing(), min(ServiceAccountRecheck, r.recheck())), res.summary.Recheck(), res.published.After,
+		r.windowRequeue(p))
 }
 
 func (r *Reconciler) recheck() time.Duration {

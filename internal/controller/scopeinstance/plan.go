@@ -60,6 +60,12 @@ type plan struct {
 	attenuated  bool
 	ceiling     *ceiling
 	inlineRules map[string][]rbacv1.PolicyRule
+	// now is the instant the window (spec.notBefore, spec.expiresAt) was
+	// judged at, phase where now lies in it: outside (Pending, Expired)
+	// the plan only deletes (stale* are every binding; see window.go).
+	now    time.Time
+	window binding.Window
+	phase  binding.Phase
 }
 
 // serviceAccountMissing reports whether the instance's ServiceAccount does
@@ -68,9 +74,9 @@ func (p *plan) serviceAccountMissing() bool {
 	return p.specErr != nil && p.specErr.Reason == oriav1alpha1.ReasonServiceAccountNotFound
 }
 
-// Gather reads what a reconcile of si needs and decides the bindings with
-// the pure functions of package binding.
-func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, error) {
+// gather reads what a reconcile of si inside its window (see Gather) needs
+// and decides the bindings with the pure functions of package binding.
+func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, error) {
 	var nss []binding.Namespace
 	if !binding.IsClusterWide(si.Spec) {
 		var err error

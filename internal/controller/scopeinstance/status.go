@@ -34,6 +34,9 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 		return st
 	}
 	switch {
+	case p.phase != binding.WindowOpen:
+		closedStatus(&st, p, res, err, ready)
+		return st
 	case p.specErr != nil:
 		st.NamespaceUIDs = p.pins
 		ready(metav1.ConditionFalse, p.specErr.Reason, p.specErr.Message)
@@ -102,9 +105,9 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 		// A selector that matches nothing yet is a standing rule, not an
 		// error; it says so rather than claiming a grant.
 		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, fmt.Sprintf(
-			"%d ClusterRole(s) bound in 0 namespaces: no namespace matches yet; namespaces are bound as soon as they match", len(p.roles)))
+			"%d ClusterRole(s) bound in 0 namespaces%s: no namespace matches yet; namespaces are bound as soon as they match", len(p.roles), windowNote(p)))
 	default:
-		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, boundWhere(p, st))
+		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, boundWhere(p, st)+windowNote(p))
 	}
 	return st
 }

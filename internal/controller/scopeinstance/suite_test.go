@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 		return errors.Join(
 			scopetemplate.SetupWithManager(mg, scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}),
 			scopeinstance.SetupWithManager(mg, scopeinstance.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second,
-				Timing: publish.Timing{Quiet: time.Second}}),
+				Timing: publish.Timing{Quiet: time.Second}, ExpiryWarning: 2 * time.Second}),
 		)
 	})
 }

@@ -18,6 +18,7 @@ import (
 // published.
 func (r *Reconciler) Cleanup(ctx context.Context, instance string) error {
 	r.Spacing.Forget(instance)
+	r.windowEvents.forget(instance)
 	if err := r.publisher().Withdraw(ctx, instance, nil); err != nil {
 		return err
 	}

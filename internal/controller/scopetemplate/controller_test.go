@@ -60,7 +60,7 @@ func TestInlineRolesExistOnlyWhileUsed(t *testing.T) {
 			if assert.NoError(c, k8sClient.Get(ctx, types.NamespacedName{Name: name}, cr)) {
 				assert.Equal(c, podRules, cr.Rules)
 				assert.Equal(c, map[string]string{
-					oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue, oriav1alpha1.LabelScopeTemplate: tmpl.Name,
+					oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue, oriav1alpha1.LabelScopeTemplate: tmpl.Name,
 				}, cr.Labels)
 				if assert.Len(c, cr.OwnerReferences, 1) {
 					assert.Equal(c, st.UID, cr.OwnerReferences[0].UID)

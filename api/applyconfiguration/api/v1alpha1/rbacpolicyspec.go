@@ -21,6 +21,7 @@ package v1alpha1
 import (
 	apiv1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	v1 "k8s.io/api/rbac/v1"
+	apismetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -39,6 +40,9 @@ import (
 // the ServiceAccount, subjects, APIs) is atomic under server-side apply: when the manager
 // that set it removes a grant, the grant goes, even if another manager
 // applied the same value too (or the apply conflicts, loudly).
+//
+// notBefore and expiresAt bound the time the grant is in force (see
+// ScopeInstanceSpec); the compiled ScopeInstance carries them.
 type RBACPolicySpecApplyConfiguration struct {
 	// extensionName is the name of the ClusterExtension whose APIs to grant.
 	// The extension must be in FineGrained (or Legacy) mode so that its
@@ -67,6 +71,16 @@ type RBACPolicySpecApplyConfiguration struct {
 	// bindings oria then writes impersonating this ServiceAccount. Naming a
 	// ServiceAccount requires the right to impersonate it.
 	ServiceAccount *ServiceAccountReferenceApplyConfiguration `json:"serviceAccount,omitempty"`
+	// notBefore (RFC 3339) is when the grant starts: before it the policy
+	// grants nothing. Absent: at once.
+	NotBefore *apismetav1.Time `json:"notBefore,omitempty"`
+	// expiresAt (RFC 3339) is when the grant ends: from then on the policy
+	// grants nothing, and its bindings are deleted (the policy stays, Ready
+	// False with reason Expired, as a record). Absent: never. Must be later
+	// than notBefore. Moving it later, or removing it, is a new grant,
+	// checked by the escalation guard; moving it earlier always is
+	// admitted.
+	ExpiresAt *apismetav1.Time `json:"expiresAt,omitempty"`
 }
 
 // RBACPolicySpecApplyConfiguration constructs a declarative configuration of the RBACPolicySpec type for use with
@@ -137,5 +151,21 @@ func (b *RBACPolicySpecApplyConfiguration) WithAPIs(values ...*APIRefApplyConfig
 // If called multiple times, the ServiceAccount field is set to the value of the last call.
 func (b *RBACPolicySpecApplyConfiguration) WithServiceAccount(value *ServiceAccountReferenceApplyConfiguration) *RBACPolicySpecApplyConfiguration {
 	b.ServiceAccount = value
+	return b
+}
+
+// WithNotBefore sets the NotBefore field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NotBefore field is set to the value of the last call.
+func (b *RBACPolicySpecApplyConfiguration) WithNotBefore(value apismetav1.Time) *RBACPolicySpecApplyConfiguration {
+	b.NotBefore = &value
+	return b
+}
+
+// WithExpiresAt sets the ExpiresAt field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ExpiresAt field is set to the value of the last call.
+func (b *RBACPolicySpecApplyConfiguration) WithExpiresAt(value apismetav1.Time) *RBACPolicySpecApplyConfiguration {
+	b.ExpiresAt = &value
 	return b
 }

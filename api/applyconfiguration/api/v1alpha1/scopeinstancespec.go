@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -40,6 +41,12 @@ import (
 // the ServiceAccount, the publication) is atomic under server-side apply: when the manager
 // that set it removes a grant, the grant goes, even if another manager
 // applied the same value too (or the apply conflicts, loudly).
+//
+// notBefore and expiresAt make the grant time-bound: outside
+// [notBefore, expiresAt) the instance grants nothing (it has no bindings);
+// inside, exactly what it grants without them. The times come from the spec
+// alone, so an oria that restarts, or was down across either instant, ends
+// in the same state.
 type ScopeInstanceSpecApplyConfiguration struct {
 	// scopeTemplateName is the name of the ScopeTemplate to bind.
 	ScopeTemplateName *string `json:"scopeTemplateName,omitempty"`
@@ -72,6 +79,17 @@ type ScopeInstanceSpecApplyConfiguration struct {
 	// change of the list. Naming a ConfigMap requires the right to write it,
 	// and restart labels the right to patch the workloads there.
 	Publication *PublicationApplyConfiguration `json:"publication,omitempty"`
+	// notBefore (RFC 3339) is when the grant starts: until then the
+	// instance has no bindings (Ready False, reason Pending). Absent: at
+	// once.
+	NotBefore *metav1.Time `json:"notBefore,omitempty"`
+	// expiresAt (RFC 3339) is when the grant ends: oria deletes the
+	// instance's bindings at that instant (Ready False, reason Expired,
+	// terminal; the instance stays as a record). Absent: never. Must be
+	// later than notBefore. Moving it later, or removing it, is a new
+	// grant, checked by the escalation guard; moving it earlier always is
+	// admitted.
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 }
 
 // ScopeInstanceSpecApplyConfiguration constructs a declarative configuration of the ScopeInstanceSpec type for use with
@@ -119,5 +137,21 @@ func (b *ScopeInstanceSpecApplyConfiguration) WithServiceAccount(value *ServiceA
 // If called multiple times, the Publication field is set to the value of the last call.
 func (b *ScopeInstanceSpecApplyConfiguration) WithPublication(value *PublicationApplyConfiguration) *ScopeInstanceSpecApplyConfiguration {
 	b.Publication = value
+	return b
+}
+
+// WithNotBefore sets the NotBefore field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the NotBefore field is set to the value of the last call.
+func (b *ScopeInstanceSpecApplyConfiguration) WithNotBefore(value metav1.Time) *ScopeInstanceSpecApplyConfiguration {
+	b.NotBefore = &value
+	return b
+}
+
+// WithExpiresAt sets the ExpiresAt field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ExpiresAt field is set to the value of the last call.
+func (b *ScopeInstanceSpecApplyConfiguration) WithExpiresAt(value metav1.Time) *ScopeInstanceSpecApplyConfiguration {
+	b.ExpiresAt = &value
 	return b
 }

@@ -1,4 +1,4 @@
-module github.com/operator-framework/oria/hack/tools/olm
+module github.com/operator-framework/oria/hack/tools/olm-v1.2.0
 
 go 1.26.0
 

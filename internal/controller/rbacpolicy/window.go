@@ -1,0 +1,54 @@
+package rbacpolicy
+
+import (
+	"context"
+	"time"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+)
+
+// Time-bound policies (spec.notBefore, spec.expiresAt). A policy is
+// compiled whatever its window: the compiled ScopeInstance carries the
+// window (policy.Compile) and its controller grants only inside it, so the
+// policy's status mirrors the instance's Pending, Bound (with the time
+// left) and Expired. A policy that compiles to nothing (its extension is
+// gone, say) says Expired once its window has passed.
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Gather judges the policy's window at this instant, for its status, and
+// decides what to do with its compiled objects (gather).
+func (r *Reconciler) Gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy) (*plan, error) {
+	now := r.now()
+	p, err := r.gather(ctx, policy)
+	if p != nil {
+		p.now, p.window = now, binding.PolicyWindow(policy.Spec).Whole()
+		p.phase, _ = p.window.At(now)
+	}
+	return p, err
+}
+
+// windowNote is what a Bound message adds for a time-bound policy: when it
+// ends and how long is left ("" without an end).
+func windowNote(p *plan) string {
+	if p.window.ExpiresAt == nil {
+		return ""
+	}
+	return ", " + p.window.Describe(p.now)
+}
+
+// windowRequeue returns when a policy that compiles to nothing (it grants
+// nothing; no instance reports on its window) looks again to say Expired:
+// at its expiresAt. A compiled policy follows its instance's status.
+func (r *Reconciler) windowRequeue(p *plan) time.Duration {
+	if p.decision != decisionRevoke || p.window.ExpiresAt == nil || p.phase == binding.WindowExpired {
+		return 0
+	}
+	return max(p.window.ExpiresAt.Sub(r.now()), time.Millisecond)
+}

@@ -1,0 +1,323 @@
+package scopeinstance
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/status"
+)
+
+// Time-bound grants. An instance with spec.notBefore or spec.expiresAt
+// grants nothing outside [notBefore, expiresAt): it has no bindings, its
+// Ready condition says Pending before the window and Expired after it. Each
+// reconcile judges the window afresh from the spec and the time (never from
+// memory or the status), and requeues itself for the next instant that
+// changes it, so a restart, a new leader or an oria that was down across
+// either instant ends in the same state: the first reconcile of an expired
+// instance deletes its bindings before it writes anything else. Expiry wins
+// over everything else that may be wrong with the instance (a missing
+// template, a spec error, a pending ceiling check): outside the window none
+// of that is even read.
+
+// DefaultExpiryWarning is the default lead time of the AccessExpiring Event
+// (the manager's --expiry-warning).
+const DefaultExpiryWarning = 15 * time.Minute
+
+// Event reasons of time-bound grants (Normal events, each naming the
+// subjects; also recorded on the RBACPolicy an instance is compiled from).
+const (
+	// EventAccessGranted: the window opened (or the instance was created
+	// inside it).
+	EventAccessGranted = "AccessGranted"
+	// EventAccessExpiring: expiresAt is within the expiry warning.
+	EventAccessExpiring = "AccessExpiring"
+	// EventAccessExpired: expiresAt passed; the bindings were deleted.
+	EventAccessExpired = "AccessExpired"
+)
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Gather judges the instance's window at this instant, then reads what the
+// reconcile needs: inside the window everything (gather), outside it only
+// the bindings to delete (closedPlan).
+func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, error) {
+	now := r.now()
+	w := binding.InstanceWindow(si.Spec)
+	phase, _ := w.At(now)
+	var p *plan
+	var err error
+	if phase == binding.WindowOpen {
+		p, err = r.gather(ctx, si)
+	} else {
+		p, err = r.closedPlan(ctx, si, phase)
+	}
+	if p != nil {
+		p.now, p.window, p.phase = now, w, phase
+	}
+	return p, err
+}
+
+// closedPlan is the plan of an instance outside its window: every binding
+// it has is stale. While it is pending, the listed namespaces are pinned as
+// usual (status.namespaceUIDs): the window opens on the namespaces the spec
+// was admitted for.
+func (r *Reconciler) closedPlan(ctx context.Context, si *oriav1alpha1.ScopeInstance, phase binding.Phase) (*plan, error) {
+	p := &plan{recheck: r.recheck(), pins: si.Status.NamespaceUIDs, targets: binding.Targets{Cluster: binding.IsClusterWide(si.Spec)}}
+	if phase == binding.WindowPending && !p.targets.Cluster {
+		nss, err := r.namespaces(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p.pins, _ = binding.PinNamespaces(si.Spec.Namespaces, nss, si.Status.NamespaceUIDs, si.Status.ObservedGeneration != si.Generation)
+	}
+	var err error
+	if p.staleRBs, p.staleCRBs, err = r.existingBindings(ctx, si.Name); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// writeClosed deletes every binding of an instance outside its window, as
+// any revocation (revokeFrozen), first; then publishes the list of what is
+// left bound (none of the instance's namespaces).
+func (r *Reconciler) writeClosed(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
+	res := r.revokeFrozen(ctx, si, p)
+	res.published = r.publisher().Publish(ctx, si, false, nil, false)
+	r.recordWindow(ctx, si, p, res)
+	return res, res.err()
+}
+
+// closedStatus is computeStatus outside the window: nothing is bound;
+// Ready is False, Pending or Expired (neither is an error), unless the
+// deletions failed.
+func closedStatus(st *oriav1alpha1.ScopeInstanceStatus, p *plan, res result, err error, ready status.Ready) {
+	st.Scope = oriav1alpha1.ScopeNamespaces
+	if p.targets.Cluster {
+		st.Scope = oriav1alpha1.ScopeCluster
+	}
+	st.BoundNamespaces, st.BoundNamespaceCount, st.PartiallyBoundNamespaceCount = nil, 0, 0
+	st.Publication = res.published.Status
+	st.NamespaceUIDs = p.pins
+	switch {
+	case err != nil:
+		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+	case p.phase == binding.WindowPending:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonPending, fmt.Sprintf(
+			"the grant is time-bound, %s: nothing is bound before spec.notBefore", p.window.Describe(p.now)))
+	default:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonExpired, fmt.Sprintf(
+			"the grant %s (spec.expiresAt): its bindings are deleted and it grants nothing; delete the instance, or move spec.expiresAt later to grant again",
+			p.window.Describe(p.now)))
+	}
+}
+
+// windowNote is what a Bound message adds for a time-bound grant: when it
+// ends and how long is left ("" without an end).
+func windowNote(p *plan) string {
+	if p.window.ExpiresAt == nil {
+		return ""
+	}
+	return ", " + p.window.Describe(p.now)
+}
+
+// windowRequeue returns when to look again for the window's sake: at the
+// next instant that changes its phase, or at the expiry warning before
+// expiresAt, measured from now (not from when the plan was made); 0 when
+// nothing lies ahead.
+func (r *Reconciler) windowRequeue(p *plan) time.Duration {
+	if p == nil || !p.window.Bounded() {
+		return 0
+	}
+	phase, next := p.window.At(p.now)
+	if next == 0 {
+		return 0
+	}
+	if lead := r.ExpiryWarning; phase == binding.WindowOpen && lead > 0 {
+		if warn := next - lead; warn > 0 {
+			next = warn
+		}
+	}
+	// At least a millisecond: an instant already passed is looked at at once.
+	return max(p.now.Add(next).Sub(r.now()), time.Millisecond)
+}
+
+// windowEvent returns the reason of the Event a reconcile of a time-bound
+// instance owes ("" for none), given the window, where now lies in it, the
+// Ready condition before this reconcile, the expiry warning and how many
+// bindings it deleted: AccessGranted when the window is open and was not
+// (no condition yet, Pending or Expired); AccessExpiring while less than
+// the warning is left; AccessExpired when it has just expired (a grant that
+// never granted anything, created expired, owes none). It is pure; the
+// caller records each once per window (windowMemo).
+func windowEvent(w binding.Window, phase binding.Phase, now time.Time, prev *metav1.Condition, lead time.Duration, deleted int) string {
+	if !w.Bounded() {
+		return ""
+	}
+	switch phase {
+	case binding.WindowPending:
+		return ""
+	case binding.WindowExpired:
+		if (prev == nil && deleted == 0) || (prev != nil && prev.Reason == oriav1alpha1.ReasonExpired) {
+			return ""
+		}
+		return EventAccessExpired
+	}
+	if prev == nil || prev.Reason == oriav1alpha1.ReasonPending || prev.Reason == oriav1alpha1.ReasonExpired {
+		return EventAccessGranted
+	}
+	if w.ExpiresAt != nil && lead > 0 && w.ExpiresAt.Sub(now) <= lead {
+		return EventAccessExpiring
+	}
+	return ""
+}
+
+// recordWindow records the Event windowEvent decides, once per window (a
+// reconcile that reads a cache not showing the last status yet would see
+// the same transition again), on the instance and on the RBACPolicy it is
+// compiled from.
+func (r *Reconciler) recordWindow(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan, res result) {
+	if r.Recorder == nil || !p.window.Bounded() {
+		return
+	}
+	prev := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady)
+	reason := windowEvent(p.window, p.phase, p.now, prev, r.ExpiryWarning, res.revoked)
+	key := windowKey(p.window)
+	if reason == "" || !r.windowEvents.first(si, reason, key) {
+		return
+	}
+	who := r.subjectsOf(ctx, si, p)
+	var note string
+	switch reason {
+	case EventAccessGranted:
+		if w := p.window.Describe(p.now); w != "" {
+			note = fmt.Sprintf("access granted to %s %s", who, w)
+		} else {
+			note = fmt.Sprintf("access granted to %s, with no end", who)
+		}
+		// The grant's own Event says how long is left: no warning right
+		// after it.
+		if e := p.window.ExpiresAt; e != nil && r.ExpiryWarning > 0 && e.Sub(p.now) <= r.ExpiryWarning {
+			r.windowEvents.first(si, EventAccessExpiring, key)
+		}
+	case EventAccessExpiring:
+		note = fmt.Sprintf("access of %s expires at %s (in %s)", who, binding.Stamp(p.window.ExpiresAt), binding.Left(p.window.ExpiresAt.Sub(p.now)))
+	case EventAccessExpired:
+		note = fmt.Sprintf("access of %s %s: %d binding(s) deleted", who, p.window.Describe(p.now), res.revoked)
+	}
+	r.Recorder.Eventf(si, nil, corev1.EventTypeNormal, reason, "Expire", "%s", note)
+	if policy := compiledFrom(si); policy != nil {
+		r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, reason, "Expire", "%s", note)
+	}
+}
+
+// windowKey identifies a window, so that a moved bound is a new window.
+func windowKey(w binding.Window) string {
+	var b strings.Builder
+	for _, t := range []*metav1.Time{w.NotBefore, w.ExpiresAt} {
+		if t != nil {
+			b.WriteString(t.UTC().Format(time.RFC3339Nano))
+		}
+		b.WriteByte('/')
+	}
+	return b.String()
+}
+
+// subjectsOf names the subjects of the instance's template, for an Event.
+func (r *Reconciler) subjectsOf(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) string {
+	t := p.template
+	if t == nil {
+		t = &oriav1alpha1.ScopeTemplate{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: si.Spec.ScopeTemplateName}, t); err != nil {
+			return fmt.Sprintf("the subjects of ScopeTemplate %q", si.Spec.ScopeTemplateName)
+		}
+	}
+	return describeSubjects(t.Spec.BindingTemplate.Subjects)
+}
+
+// describeSubjects names subjects as "User alice, Group devs,
+// ServiceAccount ci/bot" (the first ten).
+func describeSubjects(subj []rbacv1.Subject) string {
+	out := make([]string, len(subj))
+	for i, s := range subj {
+		name := s.Name
+		if s.Namespace != "" {
+			name = s.Namespace + "/" + s.Name
+		}
+		out[i] = s.Kind + " " + name
+	}
+	if len(out) == 0 {
+		return "no subject"
+	}
+	return status.Enumerate(out, 10)
+}
+
+// compiledFrom returns the RBACPolicy an instance is compiled from (its
+// controller reference), as an object to record Events on; nil for an
+// instance of its own.
+func compiledFrom(si *oriav1alpha1.ScopeInstance) *oriav1alpha1.RBACPolicy {
+	ref := metav1.GetControllerOfNoCopy(si)
+	if ref == nil || ref.Kind != ownership.KindRBACPolicy || ref.APIVersion != oriav1alpha1.GroupVersion.String() {
+		return nil
+	}
+	return &oriav1alpha1.RBACPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: ref.APIVersion, Kind: ref.Kind},
+		ObjectMeta: metav1.ObjectMeta{Name: ref.Name, UID: ref.UID},
+	}
+}
+
+// windowMemo remembers, per instance, the windows each window Event was
+// recorded for; the zero value is ready to use. An instance's entry goes
+// with the instance (forget).
+type windowMemo struct {
+	mu   sync.Mutex
+	seen map[string]windowSeen
+}
+
+type windowSeen struct {
+	uid  types.UID
+	keys map[string]string // Event reason -> window key
+}
+
+// first records that reason was owed for the window key of si, and reports
+// whether it was the first time.
+func (m *windowMemo) first(si *oriav1alpha1.ScopeInstance, reason, key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		m.seen = map[string]windowSeen{}
+	}
+	s, ok := m.seen[si.Name]
+	if !ok || s.uid != si.UID {
+		s = windowSeen{uid: si.UID, keys: map[string]string{}}
+		m.seen[si.Name] = s
+	}
+	if s.keys[reason] == key {
+		return false
+	}
+	s.keys[reason] = key
+	return true
+}
+
+// forget drops what is remembered of the named instance.
+func (m *windowMemo) forget(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.seen, name)
+}

@@ -1,0 +1,149 @@
+package scopeinstance
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/publish"
+)
+
+var t0 = time.Date(2025, 6, 6, 12, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) *metav1.Time { return &metav1.Time{Time: t0.Add(d)} }
+
+// closed is the plan of an instance outside its window at t0.
+func closed(w binding.Window, cluster bool) *plan {
+	phase, _ := w.At(t0)
+	return &plan{now: t0, window: w, phase: phase, targets: binding.Targets{Cluster: cluster}, pins: map[string]string{"a": "uid-a"}}
+}
+
+// TestComputeStatusWindow: outside its window an instance reports Pending
+// or Expired, binds nothing, whatever it bound before; inside, Bound says
+// how long is left.
+func TestComputeStatusWindow(t *testing.T) {
+	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "si", Generation: 3},
+		Status: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 2, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a", "b"},
+			BoundNamespaceCount: 2, PartiallyBoundNamespaceCount: 1}}
+	cond := func(s metav1.ConditionStatus, reason, msg string) []metav1.Condition {
+		return []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: s, Reason: reason, Message: msg, ObservedGeneration: 3}}
+	}
+	pub := &oriav1alpha1.PublicationStatus{ConfigMap: "ops/watched:namespaces"}
+	for _, tc := range []struct {
+		name string
+		p    *plan
+		res  result
+		err  error
+		want oriav1alpha1.ScopeInstanceStatus
+	}{{
+		name: "pending: nothing bound, the start and the end said",
+		p:    closed(binding.Window{NotBefore: at(90 * time.Second), ExpiresAt: at(time.Hour)}, false),
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 3, Scope: oriav1alpha1.ScopeNamespaces, NamespaceUIDs: map[string]string{"a": "uid-a"},
+			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonPending,
+				"the grant is time-bound, from 2025-06-06T12:01:30Z (in 90s) until 2025-06-06T13:00:00Z: nothing is bound before spec.notBefore")},
+	}, {
+		name: "expired, cluster-wide, with a publication",
+		p:    closed(binding.Window{ExpiresAt: at(-time.Second)}, true),
+		res:  result{published: publish.Outcome{Status: pub}},
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 3, Scope: oriav1alpha1.ScopeCluster, NamespaceUIDs: map[string]string{"a": "uid-a"}, Publication: pub,
+			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonExpired,
+				"the grant expired at 2025-06-06T11:59:59Z (spec.expiresAt): its bindings are deleted and it grants nothing; delete the instance, or move spec.expiresAt later to grant again")},
+	}, {
+		name: "expired, but a deletion failed: an error, retried",
+		p:    closed(binding.Window{ExpiresAt: at(-time.Second)}, false),
+		err:  errors.New("deleting RoleBinding a/x: boom"),
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 3, Scope: oriav1alpha1.ScopeNamespaces, NamespaceUIDs: map[string]string{"a": "uid-a"},
+			Conditions: cond(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, "deleting RoleBinding a/x: boom")},
+	}, {
+		name: "open: Bound, with the time left",
+		p: &plan{now: t0, window: binding.Window{ExpiresAt: at(3 * time.Hour)}, phase: binding.WindowOpen, roles: []string{"view"},
+			template: &oriav1alpha1.ScopeTemplate{},
+			targets:  binding.Targets{Namespaces: []string{"a"}}},
+		res: result{bound: []string{"a"}},
+		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 3, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
+			Conditions: cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 1 namespace(s), until 2025-06-06T15:00:00Z (3h left)")},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := computeStatus(si, tc.p, tc.res, tc.err)
+			if d := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); d != "" {
+				t.Errorf("computeStatus (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestWindowEvent(t *testing.T) {
+	ready := func(reason string) *metav1.Condition {
+		return &metav1.Condition{Type: oriav1alpha1.TypeReady, Reason: reason}
+	}
+	open := binding.Window{NotBefore: at(-time.Minute), ExpiresAt: at(time.Hour)}
+	lead := 15 * time.Minute
+	for _, tc := range []struct {
+		name    string
+		w       binding.Window
+		prev    *metav1.Condition
+		deleted int
+		want    string
+	}{
+		{"no window: never", binding.Window{}, nil, 0, ""},
+		{"created inside its window", open, nil, 0, EventAccessGranted},
+		{"the window opens", open, ready(oriav1alpha1.ReasonPending), 0, EventAccessGranted},
+		{"an expired grant extended", open, ready(oriav1alpha1.ReasonExpired), 0, EventAccessGranted},
+		{"already granted, far from the end", open, ready(oriav1alpha1.ReasonBound), 0, ""},
+		{"already granted, a problem meanwhile", open, ready(oriav1alpha1.ReasonNamespaceNotFound), 0, ""},
+		{"within the warning", binding.Window{ExpiresAt: at(lead)}, ready(oriav1alpha1.ReasonBound), 0, EventAccessExpiring},
+		{"pending", binding.Window{NotBefore: at(time.Minute)}, nil, 0, ""},
+		{"just expired", binding.Window{ExpiresAt: at(0)}, ready(oriav1alpha1.ReasonBound), 2, EventAccessExpired},
+		{"expired while oria was down: the status still says Bound", binding.Window{ExpiresAt: at(-time.Hour)}, ready(oriav1alpha1.ReasonBound), 0, EventAccessExpired},
+		{"expired before", binding.Window{ExpiresAt: at(-time.Hour)}, ready(oriav1alpha1.ReasonExpired), 0, ""},
+		{"created expired: never granted", binding.Window{ExpiresAt: at(-time.Hour)}, nil, 0, ""},
+		{"created expired, yet bindings existed", binding.Window{ExpiresAt: at(-time.Hour)}, nil, 1, EventAccessExpired},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			phase, _ := tc.w.At(t0)
+			if got := windowEvent(tc.w, phase, t0, tc.prev, lead, tc.deleted); got != tc.want {
+				t.Errorf("windowEvent = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWindowRequeue: a time-bound instance looks again at the next instant
+// of its window (the expiry warning first), never by polling.
+func TestWindowRequeue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    binding.Window
+		lead time.Duration
+		want time.Duration
+	}{
+		{"no window: never", binding.Window{}, 15 * time.Minute, 0},
+		{"pending: at notBefore", binding.Window{NotBefore: at(time.Hour)}, 15 * time.Minute, time.Hour},
+		{"open: at the warning first", binding.Window{ExpiresAt: at(time.Hour)}, 15 * time.Minute, 45 * time.Minute},
+		{"open, within the warning: at expiresAt", binding.Window{ExpiresAt: at(10 * time.Minute)}, 15 * time.Minute, 10 * time.Minute},
+		{"open, no warning: at expiresAt", binding.Window{ExpiresAt: at(time.Hour)}, 0, time.Hour},
+		{"open, no end: never", binding.Window{NotBefore: at(-time.Hour)}, 15 * time.Minute, 0},
+		{"expired: never again", binding.Window{ExpiresAt: at(-time.Second)}, 15 * time.Minute, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{ExpiryWarning: tc.lead, Now: func() time.Time { return t0 }}
+			phase, _ := tc.w.At(t0)
+			if got := r.windowRequeue(&plan{now: t0, window: tc.w, phase: phase}); got != tc.want {
+				t.Errorf("windowRequeue = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// Measured from now, not from when the plan was made; an instant
+	// already passed is looked at at once.
+	r := &Reconciler{Now: func() time.Time { return t0.Add(2 * time.Second) }}
+	w := binding.Window{ExpiresAt: at(time.Second)}
+	if got := r.windowRequeue(&plan{now: t0, window: w}); got != time.Millisecond {
+		t.Errorf("windowRequeue past the instant = %v, want 1ms", got)
+	}
+}

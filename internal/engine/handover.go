@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+)
+
+// HandOver is one object oria created that another controller has adopted
+// since (a role oria generated for an extension, which the extension's
+// Helm release adopted when its bundle started shipping one under that
+// name), and the JSON patch (RFC 6902) that gives up oria's hold on it.
+// The patch is built by its one caller's pure code: it removes oria's
+// labels and annotations and narrows oria's server-side apply entry in
+// metadata.managedFields to what oria keeps deciding on, without changing
+// any other value. Server-side apply alone cannot do that: an apply that
+// omits a field removes it when no other manager holds it, and the bundle
+// sets the same rules oria did, which leaves them held by oria's entry
+// alone.
+type HandOver struct {
+	Object client.Object
+	// Patch is the JSON patch's operations, without the precondition the
+	// engine adds (see HandOverAll).
+	Patch []map[string]any
+}
+
+// HandOverAll patches each object with its HandOver patch, in parallel,
+// only if the object is still the one that was read: the patch's first
+// operation tests its resourceVersion, so a change made meanwhile (by the
+// adopting controller, say) fails the patch (Failed) and the next
+// reconcile, which that change triggers, decides again. An object gone
+// meanwhile counts as handed over.
+func HandOverAll(ctx context.Context, w *Writer, kind string, items []HandOver) []Outcome {
+	out := make([]Outcome, len(items))
+	w.Engine.Parallel(w.workers(), len(items), func(i int) {
+		obj := items[i].Object
+		out[i] = Outcome{Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Updated}
+		ops := append([]map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()}}, items[i].Patch...)
+		body, err := json.Marshal(ops)
+		if err == nil {
+			err = w.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body), client.FieldOwner(oriav1alpha1.FieldOwner))
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			out[i].Action, out[i].Err = Failed, fmt.Errorf("handing %s %s over: %w", kind, describe(obj), err)
+		}
+	})
+	return w.Engine.observe(kind, out)
+}
