@@ -2,6 +2,7 @@ package olm
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func serveCatalog(t *testing.T, p operatorPackage, releases ...release) {
 // deletes the ClusterExtension and waits until it and its CRDs are gone.
 func install(t *testing.T, p operatorPackage, mode oriav1alpha1.RBACMode, version string) *ocv1.ClusterExtension {
 	t.Helper()
-	return installExtension(t, p, mode, version, false)
+	return installWith(t, p, installOptions{mode: mode, version: version})
 }
 
 // installAnnotated is install with mode set on the ClusterExtension when it
@@ -62,11 +63,23 @@ func install(t *testing.T, p operatorPackage, mode oriav1alpha1.RBACMode, versio
 // bundle's ClusterRoles, and generate one of them first.
 func installAnnotated(t *testing.T, p operatorPackage, mode oriav1alpha1.RBACMode, version string) *ocv1.ClusterExtension {
 	t.Helper()
-	return installExtension(t, p, mode, version, true)
+	return installWith(t, p, installOptions{mode: mode, version: version, atCreation: true})
 }
 
-func installExtension(t *testing.T, p operatorPackage, mode oriav1alpha1.RBACMode, version string, atCreation bool) *ocv1.ClusterExtension {
+// installOptions say how installWith installs a package.
+type installOptions struct {
+	mode    oriav1alpha1.RBACMode
+	version string
+	// atCreation sets mode on the ClusterExtension when it is created.
+	atCreation bool
+	// watchNamespace, when set, is the install's inline
+	// config.watchNamespace (SingleNamespace and OwnNamespace modes).
+	watchNamespace string
+}
+
+func installWith(t *testing.T, p operatorPackage, o installOptions) *ocv1.ClusterExtension {
 	t.Helper()
+	mode, version, atCreation := o.mode, o.version, o.atCreation
 	ns := p.name
 	testutil.Create(t, k8sClient, testutil.Namespace(ns, nil))
 	testutil.Create(t, k8sClient, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "installer", Namespace: ns}})
@@ -89,6 +102,14 @@ func installExtension(t *testing.T, p operatorPackage, mode oriav1alpha1.RBACMod
 	}
 	if atCreation {
 		ce.Annotations = map[string]string{oriav1alpha1.AnnotationRBACMode: string(mode)}
+	}
+	if o.watchNamespace != "" {
+		config, err := json.Marshal(map[string]string{"watchNamespace": o.watchNamespace})
+		require.NoError(t, err)
+		ce.Spec.Config = &ocv1.ClusterExtensionConfig{
+			ConfigType: ocv1.ClusterExtensionConfigTypeInline,
+			Inline:     &apiextensionsv1.JSON{Raw: config},
+		}
 	}
 	testutil.Create(t, k8sClient, ce)
 	t.Cleanup(func() {

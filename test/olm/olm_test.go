@@ -237,8 +237,9 @@ func TestUninstall(t *testing.T) {
 // which ships one under that name. oria's role carries Helm's adoption
 // metadata for the extension's release, so Helm adopts it in place and the
 // upgrade goes through; oria then hands the role over, keeping only the
-// aggregation label, and both controllers go quiet. A viewer's access is
-// checked every 100 ms through the upgrade: it never lapses.
+// aggregation label, and both controllers go quiet (no write by either
+// for a minute). A viewer's access is checked every 100 ms through the
+// upgrade: it never lapses.
 func TestBundleRoleAfterGeneratedRole(t *testing.T) {
 	testutil.NeedCluster(t)
 	p := newPackage("takeover")
@@ -258,7 +259,7 @@ func TestBundleRoleAfterGeneratedRole(t *testing.T) {
 	testutil.Update(t, k8sClient, upgraded, func() { upgraded.Spec.Source.Catalog.Version = "1.1.0" })
 	waitInstalled(t, ce.Name, "1.1.0")
 	handedOver(t, p, ce.Name, oriav1alpha1.LabelAggregateToView)
-	settled(t, ns)
+	settled(t, ns, time.Minute)
 	worst, checks, denied := gap.stop()
 	t.Logf("access gap through the upgrade: worst %s, %d of %d checks every 100 ms denied", worst, denied, checks)
 	assert.Zero(t, denied, "the viewer lost access during the upgrade (worst gap %s)", worst)
@@ -290,7 +291,7 @@ func TestModeAtCreation(t *testing.T) {
 			waitRBACManaged(t, ce.Name, metav1.ConditionTrue, reason)
 			handedOver(t, p, ce.Name, agg)
 			eventuallyRoles(t, ce.Name, wantRoles(p, apisV1))
-			settled(t, ns)
+			settled(t, ns, 10*time.Second)
 			if mode == oriav1alpha1.RBACModeLegacy {
 				bindBuiltin(t, "view", "viewer", ns)
 				eventuallyAccess(t, true, access(p, "viewer", "list", widgets, ns))
@@ -332,13 +333,14 @@ func handedOver(t *testing.T, p operatorPackage, ext, agg string) {
 	}, testutil.Timeout, testutil.Interval)
 }
 
-// settled waits until neither oria nor operator-controller writes for 10 s.
-func settled(t *testing.T, ns string) {
+// settled waits until neither oria nor operator-controller writes for
+// quiet.
+func settled(t *testing.T, ns string, quiet time.Duration) {
 	t.Helper()
 	w := watchWrites(t, []string{ns})
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		n := w.count()
-		time.Sleep(10 * time.Second)
+		time.Sleep(quiet)
 		assert.Equal(c, n, w.count(), "writes while settling: %v", w.since(n))
-	}, 2*time.Minute, time.Second, "oria and operator-controller do not settle on the bundle's role")
+	}, 2*time.Minute+quiet, time.Second, "oria and operator-controller do not settle on the bundle's role")
 }

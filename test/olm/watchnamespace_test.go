@@ -2,16 +2,12 @@ package olm
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,48 +82,9 @@ func TestWatchNamespace(t *testing.T) {
 	}
 }
 
-// installWatching is install (helpers_test.go) with
-// spec.config.inline.watchNamespace set to watched at creation, and no
-// mode: it creates the namespace p.name with an installer ServiceAccount
-// bound to installerRole, and the ClusterExtension, and waits until
-// operator-controller reports it Installed. The clean-up deletes the
-// ClusterExtension and waits until it and its CRDs are gone.
+// installWatching installs p, without a mode, with
+// spec.config.inline.watchNamespace set to watched (installWith).
 func installWatching(t *testing.T, p operatorPackage, watched string) *ocv1.ClusterExtension {
 	t.Helper()
-	ns := p.name
-	testutil.Create(t, k8sClient, testutil.Namespace(ns, nil))
-	testutil.Create(t, k8sClient, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "installer", Namespace: ns}})
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: p.name + "-installer"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: installerRole},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "installer", Namespace: ns}},
-	}
-	testutil.Create(t, k8sClient, crb)
-	config, err := json.Marshal(map[string]string{"watchNamespace": watched})
-	require.NoError(t, err)
-	ce := &ocv1.ClusterExtension{
-		ObjectMeta: metav1.ObjectMeta{Name: p.name},
-		Spec: ocv1.ClusterExtensionSpec{
-			Namespace:      ns,
-			ServiceAccount: ocv1.ServiceAccountReference{Name: "installer"},
-			Source: ocv1.SourceConfig{
-				SourceType: ocv1.SourceTypeCatalog,
-				Catalog:    &ocv1.CatalogFilter{PackageName: p.name},
-			},
-			Config: &ocv1.ClusterExtensionConfig{
-				ConfigType: ocv1.ClusterExtensionConfigTypeInline,
-				Inline:     &apiextensionsv1.JSON{Raw: config},
-			},
-		},
-	}
-	testutil.Create(t, k8sClient, ce)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		_ = k8sClient.Delete(ctx, ce)
-		testutil.EventuallyGone(t, k8sClient, ce)
-		collectCRDs(t, p)
-		_ = k8sClient.Delete(ctx, crb)
-		_ = k8sClient.Delete(ctx, testutil.Namespace(ns, nil))
-	})
-	return waitInstalled(t, ce.Name, "")
+	return installWith(t, p, installOptions{watchNamespace: watched})
 }
