@@ -48,7 +48,9 @@ func ApplyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
 // ClusterRoleKind is how the engine writes oria's ClusterRoles. exclusive
 // are label keys oria decides on: one of them on the object that the
 // desired object does not carry (an aggregation label someone added to a
-// FineGrained role, widening access) is removed. Other labels, annotations
+// FineGrained role, widening access) is removed. An aggregationRule someone
+// added (the aggregation controller would then replace the rules with those
+// of every role it selects) is removed as well. Other labels, annotations
 // and owner references others add are left alone.
 func ClusterRoleKind(exclusive ...string) Kind[*rbacv1.ClusterRole] {
 	return Kind[*rbacv1.ClusterRole]{
@@ -56,15 +58,17 @@ func ClusterRoleKind(exclusive ...string) Kind[*rbacv1.ClusterRole] {
 		New:  func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} },
 		UpToDate: func(cur, want *rbacv1.ClusterRole) bool {
 			return metaUpToDate(cur, want) && len(unwanted(cur.Labels, want.Labels, exclusive)) == 0 &&
+				equality.Semantic.DeepEqual(cur.AggregationRule, want.AggregationRule) &&
 				equality.Semantic.DeepEqual(cur.Rules, want.Rules)
 		},
 		Merge: func(cur, want *rbacv1.ClusterRole) (*rbacv1.ClusterRole, bool) {
 			drop := unwanted(cur.Labels, want.Labels, exclusive)
-			if len(drop) == 0 && controlled(cur, want) {
+			if len(drop) == 0 && controlled(cur, want) && equality.Semantic.DeepEqual(cur.AggregationRule, want.AggregationRule) {
 				return nil, false
 			}
 			out := cur.DeepCopy()
 			mergeMeta(out, want, drop)
+			out.AggregationRule = want.AggregationRule
 			out.Rules = want.Rules
 			return out, true
 		},

@@ -87,6 +87,15 @@ func TestUpToDateAndOwnership(t *testing.T) {
 	assert.True(t, engine.ClusterRoleKind().UpToDate(curRole, role))
 	curRole.Rules = append(curRole.Rules, rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}})
 	assert.False(t, engine.ClusterRoleKind().UpToDate(curRole, role))
+	// An aggregationRule someone added goes, with an update (apply
+	// cannot remove a field another manager set).
+	aggregated := role.DeepCopy()
+	aggregated.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"x": "y"}}}}
+	assert.False(t, engine.ClusterRoleKind().UpToDate(aggregated, role))
+	merged2, update := engine.ClusterRoleKind().Merge(aggregated, role)
+	require.True(t, update)
+	assert.Nil(t, merged2.AggregationRule)
+	assert.True(t, engine.ClusterRoleKind().UpToDate(merged2, role))
 	assert.True(t, ownership.TemplateOwns(curRole, "tmpl"))
 	assert.False(t, ownership.TemplateOwns(curRole, "other"))
 }

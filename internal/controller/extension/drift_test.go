@@ -44,13 +44,28 @@ func TestDrift(t *testing.T) {
 		waitRoles(t, ce, legacy, []string{crd})
 	})
 
+	t.Run("added aggregationRule is removed", func(t *testing.T) {
+		// Kept, the aggregation controller would replace the rules with
+		// those of every role it selects.
+		edit := role(names.ExtensionRole(crd, names.RoleEdit))
+		testutil.Update(t, k8sClient, edit, func() {
+			edit.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
+				{MatchLabels: map[string]string{oriav1alpha1.LabelAggregateToAdmin: "true"}},
+			}}
+		}, client.FieldOwner("someone"))
+		waitRoles(t, ce, legacy, []string{crd})
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Nil(c, getRole(c, edit.Name).AggregationRule)
+		}, testutil.Timeout, testutil.Interval)
+	})
+
 	t.Run("removed aggregation label is restored", func(t *testing.T) {
 		admin := role(names.ExtensionRole(crd, names.RoleAdmin))
 		testutil.Update(t, k8sClient, admin, func() { delete(admin.Labels, oriav1alpha1.LabelAggregateToAdmin) })
 		waitRoles(t, ce, legacy, []string{crd})
 	})
 
-	t.Run("role stripped of oria's managed-by label is re-adopted", func(t *testing.T) {
+	t.Run("role stripped of oria's managed label is re-adopted", func(t *testing.T) {
 		// The role drops out of oria's cache; its owner reference still
 		// says it is oria's.
 		crdview := role(names.ExtensionRole(crd, names.RoleViewCRDView))
