@@ -15,6 +15,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/status"
 )
@@ -94,13 +95,20 @@ func (r *Reconciler) closedPlan(ctx context.Context, si *oriav1alpha1.ScopeInsta
 	return p, nil
 }
 
-// writeClosed deletes every binding of an instance outside its window, as
-// any revocation (revokeFrozen), first; then publishes the list of what is
-// left bound (none of the instance's namespaces).
+// writeClosed deletes every binding of an instance outside its window
+// first, through the engine as any revocation (with oria's own rights, as
+// revokeFrozen); then publishes the list of what is left bound (none of the
+// instance's namespaces). At the expiry, the AccessExpired event says how
+// many bindings went; otherwise BindingsDeleted does.
 func (r *Reconciler) writeClosed(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
-	res := r.revokeFrozen(ctx, si, p)
+	w := r.writer()
+	rbs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)
+	crbs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)
+	res := result{summary: engine.Summarize(rbs, crbs), revoked: len(rbs) + len(crbs)}
 	res.published = r.publisher().Publish(ctx, si, false, nil, false)
-	r.recordWindow(ctx, si, p, res)
+	if !r.recordWindow(ctx, si, p, res) {
+		r.recordEvents(si, nil, nil, rbs, crbs, nil)
+	}
 	return res, res.err()
 }
 
@@ -191,16 +199,16 @@ func windowEvent(w binding.Window, phase binding.Phase, now time.Time, prev *met
 // recordWindow records the Event windowEvent decides, once per window (a
 // reconcile that reads a cache not showing the last status yet would see
 // the same transition again), on the instance and on the RBACPolicy it is
-// compiled from.
-func (r *Reconciler) recordWindow(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan, res result) {
+// compiled from. It reports whether it recorded one.
+func (r *Reconciler) recordWindow(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan, res result) bool {
 	if r.Recorder == nil || !p.window.Bounded() {
-		return
+		return false
 	}
 	prev := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady)
 	reason := windowEvent(p.window, p.phase, p.now, prev, r.ExpiryWarning, res.revoked)
 	key := windowKey(p.window)
 	if reason == "" || !r.windowEvents.first(si, reason, key) {
-		return
+		return false
 	}
 	who := r.subjectsOf(ctx, si, p)
 	var note string
@@ -225,6 +233,7 @@ func (r *Reconciler) recordWindow(ctx context.Context, si *oriav1alpha1.ScopeIns
 	if policy := compiledFrom(si); policy != nil {
 		r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, reason, "Expire", "%s", note)
 	}
+	return true
 }
 
 // windowKey identifies a window, so that a moved bound is a new window.
