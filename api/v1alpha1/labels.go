@@ -105,13 +105,19 @@ const (
 	PublicationFieldOwnerPrefix = "oria-publication/"
 
 	// AnnotationCeilingRules is set on every binding of a ScopeInstance
-	// with a serviceAccount (an attenuated binding): the hash of the rules of
+	// with a ceiling (spec.serviceAccount): the hash of the rules of
 	// the bound ClusterRole that the ServiceAccount was last asked about
 	// (binding.CeilingHash; for a template's inline role, the rules of the
 	// template's spec). When what the role grants changes, the hash no
 	// longer matches: the ServiceAccount decides again, and the ScopeTemplate
 	// controller holds back new inline rules until it has.
 	AnnotationCeilingRules = "oria.operatorframework.io/ceiling-rules"
+
+	// AnnotationReason records, on an RBACPolicy that `kubectl oria grant`
+	// created, why the access was granted (its --reason): the record an
+	// expired grant keeps of who was granted what, until when, and why.
+	// oria reads nothing from it.
+	AnnotationReason = "oria.operatorframework.io/reason"
 
 	// FieldOwner is the server-side apply field manager oria uses for every
 	// write, status included, except publications (see

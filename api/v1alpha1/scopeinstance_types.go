@@ -65,7 +65,7 @@ type ScopeInstanceSpec struct {
 	// +structType=atomic
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
-	// serviceAccount caps what this instance can grant (attenuation, as OLM
+	// serviceAccount caps what this instance can grant (a ceiling, as OLM
 	// v0's OperatorGroup serviceAccountName): oria writes the instance's
 	// RoleBindings and ClusterRoleBindings impersonating this
 	// ServiceAccount, so the API server grants only what the ServiceAccount
@@ -186,12 +186,6 @@ type ServiceAccountReference struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
-}
-
-// Username is the name the API server knows the ServiceAccount by:
-// "system:serviceaccount:<namespace>:<name>".
-func (r ServiceAccountReference) Username() string {
-	return "system:serviceaccount:" + r.Namespace + ":" + r.Name
 }
 
 // ScopeInstanceStatus is the observed state of a ScopeInstance.

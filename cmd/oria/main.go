@@ -22,6 +22,7 @@ import (
 	"github.com/operator-framework/oria/internal/admission"
 	"github.com/operator-framework/oria/internal/controller"
 	"github.com/operator-framework/oria/internal/controller/scopeinstance"
+	"github.com/operator-framework/oria/internal/firstpass"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/metrics"
 	"github.com/operator-framework/oria/internal/servingcert"
@@ -215,12 +216,20 @@ func run(cfg *config) error {
 	if err := checkServingCert(cfg.opts); err != nil {
 		return err
 	}
+	// The first full pass after start or takeover is logged and measured
+	// (internal/firstpass): the Tracker reaches the reconciles through the
+	// manager's base context.
+	pass := firstpass.New(ctrl.Log.WithName("first-pass"), firstpass.Kinds()...)
+	cfg.opts.BaseContext = pass.Context
 	mgr, err := manager.New(restCfg, cfg.opts)
 	if err != nil {
 		return err
 	}
 	if err := controller.SetupAll(mgr, cfg.opts); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
+	}
+	if err := pass.Setup(mgr); err != nil {
+		return err
 	}
 	if cfg.opts.WebhookPort != 0 {
 		if err := admission.Setup(mgr); err != nil {

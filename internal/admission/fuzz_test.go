@@ -96,7 +96,7 @@ func FuzzGuardDecode(f *testing.F) {
 			return unavailable
 		},
 	}).Build()
-	g := New(c, c, scheme)
+	g := testGuard(f, c, scheme)
 	f.Fuzz(func(t *testing.T, kind uint8, obj, old []byte) {
 		op := admissionv1.Create
 		if old != nil {

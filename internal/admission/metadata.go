@@ -166,7 +166,7 @@ func (g *Guard) releasesGonePolicies(ctx context.Context, old, obj client.Object
 			continue
 		}
 		p := &oriav1alpha1.RBACPolicy{}
-		err := g.Reader.Get(ctx, client.ObjectKey{Name: ref.Name}, p)
+		err := g.reader.Get(ctx, client.ObjectKey{Name: ref.Name}, p)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:

@@ -48,7 +48,7 @@ func restrictedGuard(t *testing.T, policies ...*oriav1alpha1.RBACPolicy) *Guard 
 			return apierrors.NewNotFound(schema.GroupResource{Resource: "unknown"}, key.Name)
 		},
 	}).Build()
-	return New(c, c, scheme)
+	return testGuard(t, c, scheme)
 }
 
 func instance(name string, mutate ...func(*oriav1alpha1.ScopeInstance)) *oriav1alpha1.ScopeInstance {

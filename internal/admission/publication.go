@@ -8,6 +8,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/authz"
 )
 
 // PublicationPermissions are what a ScopeInstance's publication makes oria
@@ -15,18 +16,18 @@ import (
 // (create and patch configmaps/<name>: oria creates it by server-side
 // apply), and, with restart labels, patch the Deployments, StatefulSets
 // and DaemonSets of that namespace.
-func PublicationPermissions(pub *oriav1alpha1.Publication) []Permission {
+func PublicationPermissions(pub *oriav1alpha1.Publication) []authz.Permission {
 	if pub == nil {
 		return nil
 	}
 	ns, name := pub.ConfigMap.Namespace, pub.ConfigMap.Name
-	perms := []Permission{
+	perms := []authz.Permission{
 		{Verb: "create", Resource: "configmaps", Name: name, Namespace: ns},
 		{Verb: "patch", Resource: "configmaps", Name: name, Namespace: ns},
 	}
 	if len(pub.RestartLabels) > 0 {
 		for _, r := range []string{"daemonsets", "deployments", "statefulsets"} {
-			perms = append(perms, Permission{Verb: "patch", Group: "apps", Resource: r, Namespace: ns})
+			perms = append(perms, authz.Permission{Verb: "patch", Group: "apps", Resource: r, Namespace: ns})
 		}
 	}
 	return perms
@@ -40,7 +41,7 @@ func (g *Guard) checkPublication(ctx context.Context, user authenticationv1.User
 	if len(perms) == 0 {
 		return nil, nil
 	}
-	missing, err := g.Authorizer.denied(ctx, user, perms, len(perms))
+	missing, err := g.authz.Denied(ctx, user, perms, len(perms))
 	if err != nil || len(missing) == 0 {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/authz"
 	"github.com/operator-framework/oria/internal/manager"
 )
 
@@ -22,22 +23,22 @@ var publication = &oriav1alpha1.Publication{
 }
 
 func TestPublicationPermissions(t *testing.T) {
-	cm := func(verb string) Permission {
-		return Permission{Verb: verb, Resource: "configmaps", Name: "scope", Namespace: "op"}
+	cm := func(verb string) authz.Permission {
+		return authz.Permission{Verb: verb, Resource: "configmaps", Name: "scope", Namespace: "op"}
 	}
-	apps := func(r string) Permission {
-		return Permission{Verb: "patch", Group: "apps", Resource: r, Namespace: "op"}
+	apps := func(r string) authz.Permission {
+		return authz.Permission{Verb: "patch", Group: "apps", Resource: r, Namespace: "op"}
 	}
 	noRestart := *publication
 	noRestart.RestartLabels = nil
 	for _, tc := range []struct {
 		name string
 		pub  *oriav1alpha1.Publication
-		want []Permission
+		want []authz.Permission
 	}{
 		{"none", nil, nil},
-		{"ConfigMap only", &noRestart, []Permission{cm("create"), cm("patch")}},
-		{"with restart labels", publication, []Permission{cm("create"), cm("patch"), apps("daemonsets"), apps("deployments"), apps("statefulsets")}},
+		{"ConfigMap only", &noRestart, []authz.Permission{cm("create"), cm("patch")}},
+		{"with restart labels", publication, []authz.Permission{cm("create"), cm("patch"), apps("daemonsets"), apps("deployments"), apps("statefulsets")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, PublicationPermissions(tc.pub)); diff != "" {
@@ -63,7 +64,7 @@ func TestCheckPublication(t *testing.T) {
 			return nil
 		},
 	}).Build()
-	g := New(c, c, scheme)
+	g := testGuard(t, c, scheme)
 	user := authenticationv1.UserInfo{Username: "bob"}
 
 	got, err := g.checkPublication(context.Background(), user, publication)

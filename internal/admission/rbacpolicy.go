@@ -7,6 +7,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/authz"
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/policy"
@@ -38,7 +39,7 @@ func (g *Guard) checkPolicy(ctx context.Context, user authenticationv1.UserInfo,
 	if c.Instance != nil {
 		grants = binding.InstanceGrants(c.Instance.Spec, c.Roles)
 	}
-	denials, err := g.Authorizer.CheckBind(ctx, user, grants, nil)
+	denials, err := g.authz.CheckBind(ctx, user, grants, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -49,13 +50,13 @@ func (g *Guard) checkPolicy(ctx context.Context, user authenticationv1.UserInfo,
 	// Where the compiled ScopeInstance binds: Compile copies the policy's
 	// namespaces and selector into it (and compiles nothing without an API).
 	places := binding.InstanceGrants(oriav1alpha1.ScopeInstanceSpec{Namespaces: p.Spec.Namespaces, NamespaceSelector: p.Spec.NamespaceSelector}, []string{""})
-	denied, err := g.Authorizer.CheckBindAny(ctx, user, places)
+	denied, err := g.authz.CheckBindAny(ctx, user, places)
 	if err != nil {
 		return nil, err
 	}
 	for _, d := range denied {
 		out = append(out, fmt.Sprintf("user %q may not grant every API of ClusterExtension %q %s: spec.apis is empty, which includes APIs a later version of the extension adds, and that needs %q on every ClusterRole %s; list the APIs in spec.apis instead",
-			user.Username, p.Spec.ExtensionName, d.Where(), "bind", there(d)))
+			user.Username, p.Spec.ExtensionName, d.Where(), "bind", authz.There(d)))
 	}
 	return out, nil
 }
@@ -73,5 +74,5 @@ func (g *Guard) policyAPIs(ctx context.Context, p *oriav1alpha1.RBACPolicy) ([]s
 	}
 	// The same definition of "the APIs of an extension" as the controller's,
 	// read from the API server rather than the cache.
-	return lookup.ExtensionCRDs(ctx, g.Reader, p.Spec.ExtensionName)
+	return lookup.ExtensionCRDs(ctx, g.reader, p.Spec.ExtensionName)
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/authz"
 	"github.com/operator-framework/oria/internal/binding"
 )
 
@@ -48,20 +49,20 @@ func (g *Guard) checkGrants(ctx context.Context, user authenticationv1.UserInfo,
 		return g.checkServiceAccount(ctx, user, *sa)
 	}
 	t := &oriav1alpha1.ScopeTemplate{}
-	if err := g.Reader.Get(ctx, client.ObjectKey{Name: si.Spec.ScopeTemplateName}, t); err != nil {
+	if err := g.reader.Get(ctx, client.ObjectKey{Name: si.Spec.ScopeTemplateName}, t); err != nil {
 		if apierrors.IsNotFound(err) {
-			denied, err := g.Authorizer.CheckBindAny(ctx, user, binding.InstanceGrants(si.Spec, []string{""}))
+			denied, err := g.authz.CheckBindAny(ctx, user, binding.InstanceGrants(si.Spec, []string{""}))
 			out := make([]string, len(denied))
 			for i, d := range denied {
 				out[i] = fmt.Sprintf("user %q may not bind the roles of ScopeTemplate %q, which does not exist yet, %s: needs %q on every ClusterRole %s (create the template first)",
-					user.Username, si.Spec.ScopeTemplateName, d.Where(), "bind", there(d))
+					user.Username, si.Spec.ScopeTemplateName, d.Where(), "bind", authz.There(d))
 			}
 			return out, err
 		}
 		return nil, fmt.Errorf("reading ScopeTemplate %q: %w", si.Spec.ScopeTemplateName, err)
 	}
 	roles := binding.Roles(t)
-	denials, err := g.Authorizer.CheckBind(ctx, user, binding.InstanceGrants(si.Spec, binding.RoleNames(roles)), InlineRules(roles))
+	denials, err := g.authz.CheckBind(ctx, user, binding.InstanceGrants(si.Spec, binding.RoleNames(roles)), InlineRules(roles))
 	if err != nil {
 		return nil, err
 	}

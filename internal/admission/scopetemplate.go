@@ -32,7 +32,7 @@ import (
 //     binds).
 func (g *Guard) checkTemplate(ctx context.Context, user authenticationv1.UserInfo, old, t *oriav1alpha1.ScopeTemplate) ([]string, error) {
 	roles := binding.Roles(t)
-	denials, err := g.Authorizer.CheckEscalate(ctx, user, ChangedInlineRoles(old, t))
+	denials, err := g.authz.CheckEscalate(ctx, user, ChangedInlineRoles(old, t))
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (g *Guard) checkTemplate(ctx context.Context, user authenticationv1.UserInf
 	for _, si := range instances {
 		grants = append(grants, binding.InstanceGrants(si.Spec, binding.RoleNames(roles))...)
 	}
-	bind, err := g.Authorizer.CheckBind(ctx, user, binding.SortGrants(grants), InlineRules(roles))
+	bind, err := g.authz.CheckBind(ctx, user, binding.SortGrants(grants), InlineRules(roles))
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func (g *Guard) checkTemplate(ctx context.Context, user authenticationv1.UserInf
 	for _, r := range binding.Widened(old, t) {
 		widened = append(widened, binding.Grant{Role: r.Name})
 	}
-	anywhere, err := g.Authorizer.CheckBind(ctx, user, widened, InlineRules(roles))
+	anywhere, err := g.authz.CheckBind(ctx, user, widened, InlineRules(roles))
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func ChangedInlineRoles(old, t *oriav1alpha1.ScopeTemplate) map[string][]rbacv1.
 // server.
 func (g *Guard) instancesOf(ctx context.Context, template string) ([]oriav1alpha1.ScopeInstance, error) {
 	var list oriav1alpha1.ScopeInstanceList
-	if err := g.Reader.List(ctx, &list); err != nil {
+	if err := g.reader.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("listing ScopeInstances: %w", err)
 	}
 	var out []oriav1alpha1.ScopeInstance

@@ -111,7 +111,7 @@ func adminGuard(t *testing.T) (*Guard, *int) {
 			return nil
 		},
 	}).Build()
-	return New(c, c, scheme), &reviews
+	return testGuard(t, c, scheme), &reviews
 }
 
 // TestGuardRefusesSpecErrorsForEveryone: a create or a spec change into a

@@ -9,12 +9,15 @@
 //
 // What an object grants, and where, comes from the same pure functions the
 // controllers use: binding.Roles and binding.InstanceGrants for the binding
-// layer, policy.Compile for policies. The checks are
-// SubjectAccessReviews for the requester's user info (Authorizer).
+// layer, policy.Compile for policies. Whether the requester may grant it is
+// package authz's answer (the requester's RBAC rules held in memory, then
+// SubjectAccessReviews); this package holds the webhook itself: decoding,
+// what a write changes, and the verdict.
 package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -28,6 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/authz"
+	"github.com/operator-framework/oria/internal/manager"
 )
 
 // Path is the URL path the guard is served at.
@@ -56,33 +61,40 @@ const checkTimeout = 12 * time.Second
 
 // Guard is the admission handler for the three oria kinds.
 type Guard struct {
-	// Authorizer runs the SubjectAccessReviews.
-	Authorizer *Authorizer
-	// Reader reads what an object refers to from the API server (not a
+	// authz answers what the requester may do and grant.
+	authz *authz.Authorizer
+	// reader reads what an object refers to from the API server (not a
 	// cache: a check must see the instance created a moment ago).
-	Reader client.Reader
+	reader client.Reader
 
 	decoder admission.Decoder
 }
 
-// New returns a guard that creates SubjectAccessReviews with c and reads
-// from reader.
-func New(c client.Client, reader client.Reader, scheme *runtime.Scheme) *Guard {
-	return &Guard{
-		Authorizer: &Authorizer{Client: c, Reader: reader},
-		Reader:     reader,
-		decoder:    admission.NewDecoder(scheme),
+// New returns a guard that checks requesters with az and reads from
+// reader; both are required.
+func New(az *authz.Authorizer, reader client.Reader, scheme *runtime.Scheme) (*Guard, error) {
+	if az == nil || reader == nil || scheme == nil {
+		return nil, errors.New("admission.New: an authorizer, a reader and a scheme are required")
 	}
+	return &Guard{authz: az, reader: reader, decoder: admission.NewDecoder(scheme)}, nil
 }
 
-// Setup registers the guard on mgr's webhook server at Path.
+// Setup registers the guard on mgr's webhook server at Path: it checks
+// requesters against their RBAC rules held in memory (the cache of every
+// RBAC object, manager.NewRBACRuleCache), then SubjectAccessReviews.
 func Setup(mgr ctrl.Manager) error {
-	g := New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme())
-	rules, err := NewCachedRules(mgr)
+	rc, err := manager.NewRBACRuleCache(mgr)
 	if err != nil {
 		return err
 	}
-	g.Authorizer.Rules = rules
+	az, err := authz.New(mgr.GetClient(), mgr.GetAPIReader(), authz.NewCachedRules(rc))
+	if err != nil {
+		return err
+	}
+	g, err := New(az, mgr.GetAPIReader(), mgr.GetScheme())
+	if err != nil {
+		return err
+	}
 	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: g})
 	return nil
 }
@@ -145,7 +157,7 @@ func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, err
 	}
 	unrestricted := make(chan answer, 1)
 	go func() {
-		ok, err := g.Authorizer.Unrestricted(ctx, user)
+		ok, err := g.authz.Unrestricted(ctx, user)
 		unrestricted <- answer{ok, err}
 	}()
 	problems, err := g.checkRestricted(ctx, user, req.Kind.Kind, c, old, obj)
@@ -208,7 +220,7 @@ func (g *Guard) checkRestricted(ctx context.Context, user authenticationv1.UserI
 }
 
 // messages formats denials for user.
-func messages(user authenticationv1.UserInfo, denials []Denial) []string {
+func messages(user authenticationv1.UserInfo, denials []authz.Denial) []string {
 	out := make([]string, len(denials))
 	for i, d := range denials {
 		out[i] = d.Message(user.Username)

@@ -12,7 +12,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
 
-// The ceiling of an attenuated binding (a ScopeInstance with a
+// The ceiling of a binding (of a ScopeInstance with a
 // serviceAccount): a ServiceAccount vouches for a binding when it is
 // written, for the rules its ClusterRole has then. Each such binding
 // records the hash of those rules in AnnotationCeilingRules; a binding

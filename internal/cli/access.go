@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/ownership"
 )
 
@@ -59,6 +61,10 @@ type Candidate struct {
 	// binding labelled kubernetes.io/bootstrapping=rbac-defaults), which
 	// reports leave out unless asked.
 	Controller bool
+	// Window is the window of the time-bound grant an oria binding is for
+	// (nil without one); Via says it too: until when, or that the binding
+	// is still in place out of its window.
+	Window *GrantWindow
 }
 
 // LabelBootstrapping marks the roles and bindings of Kubernetes' default
@@ -124,10 +130,10 @@ func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
 	var out []Candidate
 	for _, b := range s.ClusterRoleBindings {
 		if covered := clusterRoles[b.RoleRef.Name]; b.RoleRef.Kind == "ClusterRole" && len(covered) > 0 {
-			via := via("ClusterRoleBinding", &b.ObjectMeta, b.RoleRef, instances)
+			via, window := via("ClusterRoleBinding", &b.ObjectMeta, b.RoleRef, instances, s.Now)
 			for _, sub := range b.Subjects {
 				out = append(out, Candidate{Subject: sub, Via: via, Binding: "ClusterRoleBinding " + b.Name, APIs: covered,
-					Controller: controller(&b.ObjectMeta, sub)})
+					Controller: controller(&b.ObjectMeta, sub), Window: window})
 			}
 		}
 	}
@@ -140,13 +146,13 @@ func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
 			covered = roles[b.Namespace+"/"+b.RoleRef.Name]
 		}
 		if len(covered) > 0 && (b.RoleRef.Kind == "ClusterRole" || b.RoleRef.Kind == "Role") {
-			via := via("RoleBinding", &b.ObjectMeta, b.RoleRef, instances)
+			via, window := via("RoleBinding", &b.ObjectMeta, b.RoleRef, instances, s.Now)
 			for _, sub := range b.Subjects {
 				if sub.Kind == rbacv1.ServiceAccountKind && sub.Namespace == "" {
 					sub.Namespace = b.Namespace
 				}
 				out = append(out, Candidate{Subject: sub, Namespace: b.Namespace, Via: via, APIs: covered,
-					Binding: "RoleBinding " + b.Namespace + "/" + b.Name, Controller: controller(&b.ObjectMeta, sub)})
+					Binding: "RoleBinding " + b.Namespace + "/" + b.Name, Controller: controller(&b.ObjectMeta, sub), Window: window})
 			}
 		}
 	}
@@ -161,26 +167,31 @@ func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
 
 // via names what a binding is: oria's binding for a ScopeInstance (of an
 // RBACPolicy), a binding to a built-in role the extension's roles aggregate
-// into (Legacy), or a binding someone made.
-func via(kind string, b *metav1.ObjectMeta, ref rbacv1.RoleRef, instances map[string]*oriav1alpha1.ScopeInstance) string {
+// into (Legacy), or a binding someone made. For oria's binding of a
+// time-bound grant it returns the grant's window at now too, and the via
+// says until when (or that the binding is in place out of its window).
+func via(kind string, b *metav1.ObjectMeta, ref rbacv1.RoleRef, instances map[string]*oriav1alpha1.ScopeInstance, now time.Time) (string, *GrantWindow) {
 	name := b.Name
 	if b.Namespace != "" {
 		name = b.Namespace + "/" + b.Name
 	}
 	if ownership.IsManaged(b) {
 		if si := ownership.ControllerName(b.OwnerReferences, ownership.KindScopeInstance); si != "" {
-			if inst, ok := instances[si]; ok {
-				if p := ownership.ControllerName(inst.OwnerReferences, ownership.KindRBACPolicy); p != "" {
-					return "RBACPolicy " + p
-				}
+			inst, ok := instances[si]
+			if !ok {
+				return "ScopeInstance " + si, nil
 			}
-			return "ScopeInstance " + si
+			w := windowOf(binding.InstanceWindow(inst.Spec), now)
+			if p := ownership.ControllerName(inst.OwnerReferences, ownership.KindRBACPolicy); p != "" {
+				return "RBACPolicy " + p + viaNote(w), w
+			}
+			return "ScopeInstance " + si + viaNote(w), w
 		}
 	}
 	if ref.Kind == "ClusterRole" && legacyRoles[ref.Name] {
-		return fmt.Sprintf("Legacy aggregation: %s %s -> %s", kind, name, ref.Name)
+		return fmt.Sprintf("Legacy aggregation: %s %s -> %s", kind, name, ref.Name), nil
 	}
-	return fmt.Sprintf("%s %s -> %s %s", kind, name, ref.Kind, ref.Name)
+	return fmt.Sprintf("%s %s -> %s %s", kind, name, ref.Kind, ref.Name), nil
 }
 
 // SubjectString writes a subject as "User alice", "Group developers" or
@@ -209,4 +220,7 @@ type AccessRow struct {
 	Via   []string `json:"via"`
 	// Bindings are the bindings behind Via.
 	Bindings []string `json:"bindings,omitempty"`
+	// ExpiresAt is when the access ends, when every Via is a time-bound
+	// grant with an end (the latest of them); absent when one has none.
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 }

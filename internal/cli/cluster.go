@@ -7,6 +7,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -34,6 +35,9 @@ type Snapshot struct {
 	// Warnings say what could not be read (a list the user may not make)
 	// and was left out of the reports.
 	Warnings []string
+	// Now is when the snapshot was read: the instant the windows of
+	// time-bound grants are judged at.
+	Now time.Time
 }
 
 // What selects the parts of a Snapshot to read.
@@ -77,7 +81,7 @@ func Read(ctx context.Context, c client.Reader, what What) (*Snapshot, error) {
 			listing{"RoleBindings", &rbacv1.RoleBindingList{}, []client.ListOption{ns}, false},
 			listing{"Roles", &rbacv1.RoleList{}, []client.ListOption{ns}, false})
 	}
-	s := &Snapshot{}
+	s := &Snapshot{Now: time.Now()}
 	for _, l := range lists {
 		if err := c.List(ctx, l.list, l.opts...); err != nil {
 			done, ferr := s.fallback(ctx, c, l, what, err)

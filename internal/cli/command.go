@@ -28,7 +28,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root := &cobra.Command{
 		Use:          "oria",
 		Annotations:  map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl oria"},
-		Short:        "Inspect oria: the RBAC of OLM v1 ClusterExtensions, who may use their APIs, and what a change would grant",
+		Short:        "Inspect oria: the RBAC of OLM v1 ClusterExtensions, who may use their APIs, what a change would grant; grant and revoke access for a time",
 		SilenceUsage: true,
 	}
 	flags.AddFlags(root.PersistentFlags())
@@ -37,7 +37,8 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	c := &clients{flags: flags}
 	completeNamespaces(root, c)
 	root.AddCommand(statusCommand(c, streams), accessCommand(c, streams), canCommand(c, streams),
-		planCommand(c, streams), checkCommand(c, streams), versionCommand(c, streams), completionCommand(streams))
+		planCommand(c, streams), grantCommand(c, streams), revokeCommand(c, streams), checkCommand(c, streams),
+		versionCommand(c, streams), completionCommand(streams))
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
 }
@@ -134,7 +135,9 @@ partial = some verbs, not all of view.
 Kubernetes' own controllers (system: users and kube-system ServiceAccounts bound by the default
 policy, such as the garbage collector) are left out unless --show-system is given.
 Without -n the report covers every namespace ("*": through a ClusterRoleBinding, or a
-cluster-scoped API). -o name lists the bindings behind the rows, as kubectl get takes them
+cluster-scoped API). A time-bound grant's via says until when, and how long is left (or that its
+bindings are still in place out of its window: nothing in force is hidden); grants whose window
+has not opened yet grant nothing and are listed after the table as pending. -o name lists the bindings behind the rows, as kubectl get takes them
 (rolebinding.rbac.authorization.k8s.io/NAME, in the row's namespace, and
 clusterrolebinding.rbac.authorization.k8s.io/NAME).`,
 		Example: `  kubectl oria access argocd
@@ -160,7 +163,7 @@ clusterrolebinding.rbac.authorization.k8s.io/NAME).`,
 					names = appendNew(names, bindingName(b))
 				}
 			}
-			return output(pf, streams, view{table: AccessTable(report.Access), names: names, kind: "AccessReport", body: report})
+			return output(pf, streams, view{table: AccessTable(report.Access), footer: PendingNote(report.Pending), names: names, kind: "AccessReport", body: report})
 		},
 	}
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "Every namespace (the default unless -n is given).")
@@ -177,7 +180,8 @@ func Access(ctx context.Context, c client.Reader, az Authorizer, extension, name
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := Status(s, extension); err != nil {
+	st, err := Status(s, extension)
+	if err != nil {
 		return nil, nil, err
 	}
 	apis := ExtensionAPIs(s.CRDs, extension)
@@ -189,7 +193,7 @@ func Access(ctx context.Context, c client.Reader, az Authorizer, extension, name
 	if err != nil {
 		return nil, nil, err
 	}
-	return &AccessReport{Extension: extension, Namespace: namespace, APIs: apis, Access: rows}, s.Warnings, nil
+	return &AccessReport{Extension: extension, Namespace: namespace, APIs: apis, Access: rows, Pending: pendingGrants(st[0].Grants)}, s.Warnings, nil
 }
 
 // bindingName writes a row's binding ("RoleBinding <namespace>/<name>",
@@ -258,10 +262,12 @@ func newClient(flags *genericclioptions.ConfigFlags) (client.Client, error) {
 }
 
 // view is what a command prints: a table (wide columns shown with -o
-// wide) after header, names for -o name, or body as a report of kind.
+// wide) between header and footer, names for -o name, or body as a report
+// of kind.
 type view struct {
 	header string
 	table  *metav1.Table
+	footer string
 	names  []string
 	kind   string
 	body   any
@@ -276,9 +282,14 @@ func output(pf *genericclioptions.PrintFlags, streams genericiooptions.IOStreams
 			if v.header == "" {
 				fmt.Fprintln(streams.ErrOut, "Nothing found.")
 			}
+			fmt.Fprint(streams.Out, v.footer)
 			return nil
 		}
-		return printers.NewTablePrinter(printers.PrintOptions{Wide: *pf.OutputFormat == "wide"}).PrintObj(v.table, streams.Out)
+		if err := printers.NewTablePrinter(printers.PrintOptions{Wide: *pf.OutputFormat == "wide"}).PrintObj(v.table, streams.Out); err != nil {
+			return err
+		}
+		fmt.Fprint(streams.Out, v.footer)
+		return nil
 	case "name":
 		for _, n := range v.names {
 			fmt.Fprintln(streams.Out, n)

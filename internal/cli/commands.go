@@ -20,8 +20,9 @@ holds, and through what. The identity is USER with the groups given (and system:
 kubectl's --as adds it), or the groups alone, or a ServiceAccount (its user name and groups).
 Candidates are the bindings naming the user, one of the groups or the ServiceAccount; each
 namespace and API they reach is asked of the API server with SubjectAccessReviews for the whole
-identity, and only what it allows is shown. What it cannot see: groups the user gets at login
-that you do not name. -o name lists the extensions.`,
+identity, and only what it allows is shown. Through a time-bound grant, the via says until when
+(in -o json, the row's expiresAt when every via ends). What it cannot see: groups the user gets
+at login that you do not name. -o name lists the extensions.`,
 		Example: `  kubectl oria can alice
   kubectl oria can alice --group developers -n team-a
   kubectl oria can --group developers --extension argocd -o wide

@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 )
 
 // CompletionExecutable is the name kubectl looks for on PATH to complete
@@ -59,7 +63,7 @@ kubectl itself (1.26 and later) completes "kubectl oria ..." by running an execu
 ` + CompletionExecutable + ` from PATH, with kubectl's own completion script loaded; the plugin is that
 executable too when called by that name, so link it once next to kubectl-oria:
   ln -s kubectl-oria /usr/local/bin/` + CompletionExecutable + `
-Both complete subcommands, flags, extension names and namespaces.`,
+Both complete subcommands, flags, extension names, namespaces, and the RBACPolicies revoke ends.`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -107,7 +111,13 @@ func completeExtensions(cs *clients) cobra.CompletionFunc {
 
 // completeNamespaces completes -n with the namespaces the user may list.
 func completeNamespaces(root *cobra.Command, cs *clients) {
-	_ = root.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	_ = root.RegisterFlagCompletionFunc("namespace", namespaceCompletion(cs))
+}
+
+// namespaceCompletion completes a namespace the user may list (grant's -n
+// takes several: those given are left out).
+func namespaceCompletion(cs *clients) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		c, err := cs.get()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -116,14 +126,55 @@ func completeNamespaces(root *cobra.Command, cs *clients) {
 		if err := c.List(cmd.Context(), &list); err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
+		var given []string
+		if f := cmd.Flags().Lookup("namespace"); f != nil {
+			if s, ok := f.Value.(interface{ GetSlice() []string }); ok {
+				given = s.GetSlice()
+			}
+		}
 		var out []cobra.Completion
 		for _, ns := range list.Items {
-			if strings.HasPrefix(ns.Name, toComplete) {
+			if strings.HasPrefix(ns.Name, toComplete) && !contains(given, ns.Name) {
 				out = append(out, ns.Name)
 			}
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
-	})
+	}
+}
+
+// completePolicies completes the names of the RBACPolicies the user may
+// list (revoke's NAME), those whose window has not ended first.
+func completePolicies(cs *clients) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := cs.get()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var list oriav1alpha1.RBACPolicyList
+		if err := c.List(cmd.Context(), &list); err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		now := time.Now()
+		var live, ended []cobra.Completion
+		for _, p := range list.Items {
+			if !strings.HasPrefix(p.Name, toComplete) {
+				continue
+			}
+			w := windowOf(binding.PolicyWindow(p.Spec), now)
+			switch {
+			case w == nil:
+				live = append(live, p.Name)
+			case w.State == WindowExpired:
+				ended = append(ended, cobra.CompletionWithDesc(p.Name, w.Description))
+			default:
+				live = append(live, cobra.CompletionWithDesc(p.Name, w.Description))
+			}
+		}
+		return append(live, ended...), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+	}
 }
 
 func contains(list []string, s string) bool {

@@ -68,3 +68,30 @@ func TestBindingName(t *testing.T) {
 		}
 	}
 }
+
+// TestGrantCompletion: grant completes its access levels and --for
+// durations, revoke its --dry-run modes, without a cluster.
+func TestGrantCompletion(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"grant", "alice", "--access", ""}, []string{"view", "edit", "admin"}},
+		{[]string{"grant", "alice", "--for", ""}, []string{"30m", "1h", "2h"}},
+		{[]string{"revoke", "x", "--dry-run=s"}, []string{"client", "server"}},
+		{[]string{"gr"}, []string{"grant"}},
+		{[]string{"re"}, []string{"revoke"}},
+	} {
+		var out bytes.Buffer
+		cmd := NewCommand(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+		cmd.SetArgs(append([]string{"__complete"}, tc.args...))
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w+"\n") && !strings.Contains(out.String(), w+"\t") {
+				t.Errorf("completing %q: %q not offered:\n%s", tc.args, w, out.String())
+			}
+		}
+	}
+}

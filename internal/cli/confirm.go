@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // check is one (identity, namespace, API) the report asks about.
@@ -18,6 +19,26 @@ type check struct {
 	api       API
 	via       []string
 	bindings  []string
+	// expiresAt is the latest end of the vias' time-bound grants; open is
+	// set when a via has no end (the row's access has none).
+	expiresAt *metav1.Time
+	open      bool
+}
+
+// addVia records that candidate c, named via, gives the check's access.
+func (ch *check) addVia(c Candidate, via string) {
+	if !slices.Contains(ch.via, via) {
+		ch.via = append(ch.via, via)
+	}
+	if c.Binding != "" && !slices.Contains(ch.bindings, c.Binding) {
+		ch.bindings = append(ch.bindings, c.Binding)
+	}
+	switch {
+	case c.Window == nil || c.Window.ExpiresAt == nil:
+		ch.open = true
+	case ch.expiresAt == nil || ch.expiresAt.Before(c.Window.ExpiresAt):
+		ch.expiresAt = c.Window.ExpiresAt.DeepCopy()
+	}
 }
 
 // verbs are the verbs of every level, lowest first: what a report asks.
@@ -76,6 +97,9 @@ func confirm(ctx context.Context, az Authorizer, checks []check) ([]AccessRow, e
 	var rows []AccessRow
 	for i, c := range checks {
 		row := AccessRow{Subject: c.subject, Namespace: cmp.Or(c.namespace, AllNamespaces), API: c.api.CRD, Via: c.via, Bindings: c.bindings}
+		if !c.open {
+			row.ExpiresAt = c.expiresAt
+		}
 		for j, v := range all {
 			if allowed[i][j] {
 				row.Verbs = append(row.Verbs, v)
@@ -113,12 +137,7 @@ func group(cands []Candidate, apis []API, namespace string, who func(Candidate) 
 			ch = &check{id: id, subject: subject, namespace: ns, api: api}
 			byKey[k], order = ch, append(order, k)
 		}
-		if !slices.Contains(ch.via, via) {
-			ch.via = append(ch.via, via)
-		}
-		if c.Binding != "" && !slices.Contains(ch.bindings, c.Binding) {
-			ch.bindings = append(ch.bindings, c.Binding)
-		}
+		ch.addVia(c, via)
 		return nil
 	}
 	for _, api := range apis {
@@ -152,13 +171,7 @@ func group(cands []Candidate, apis []API, namespace string, who func(Candidate) 
 			subject, _, via, _ := who(c)
 			for _, k := range order {
 				if k.subject == subject && k.api == api.CRD && k.namespace != "" {
-					ch := byKey[k]
-					if !slices.Contains(ch.via, via) {
-						ch.via = append(ch.via, via)
-					}
-					if c.Binding != "" && !slices.Contains(ch.bindings, c.Binding) {
-						ch.bindings = append(ch.bindings, c.Binding)
-					}
+					byKey[k].addVia(c, via)
 				}
 			}
 		}

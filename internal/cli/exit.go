@@ -11,7 +11,8 @@ import (
 //   - ExitError: the command could not run (a bad flag, an unreadable file,
 //     a cluster it could not reach or read);
 //   - ExitNo: the command ran and the answer is no (plan: an object is
-//     REFUSED; check: a check failed). The report is printed in full first.
+//     REFUSED; grant: the guard refused the policy, nothing was created;
+//     check: a check failed). The report is printed in full first.
 const (
 	ExitOK    = 0
 	ExitError = 1

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -115,6 +116,8 @@ type PlanState struct {
 	ClusterRoles        []rbacv1.ClusterRole
 	RoleBindings        []rbacv1.RoleBinding // oria's, labelled with their instance
 	ClusterRoleBindings []rbacv1.ClusterRoleBinding
+	// Now is the instant the windows of time-bound grants are judged at.
+	Now time.Time
 }
 
 // planner builds a PlanReport.

@@ -77,7 +77,7 @@ func (p *planner) instanceChanges(name string, si *oriav1alpha1.ScopeInstance) {
 		}
 	}
 	owner := "ScopeInstance " + name
-	if si == nil {
+	if si == nil || !p.inWindow(si) {
 		all := append(binding.Objects(haveRBs), binding.Objects(haveCRBs)...)
 		p.diff(owner, nil, all, all)
 		return

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -156,7 +157,7 @@ func DryRun(ctx context.Context, c client.Client, obj client.Object, operation s
 // their CRDs, ScopeTemplates, ScopeInstances, ClusterRoles and oria's
 // bindings (those labelled with their ScopeInstance).
 func ReadPlanState(ctx context.Context, c client.Reader) (*PlanState, error) {
-	st := &PlanState{CRDOwner: map[string]string{}}
+	st := &PlanState{CRDOwner: map[string]string{}, Now: time.Now()}
 	var (
 		nss   corev1.NamespaceList
 		exts  ocv1.ClusterExtensionList

@@ -42,6 +42,9 @@ type AccessReport struct {
 	Namespace string      `json:"namespace,omitempty"`
 	APIs      []API       `json:"apis"`
 	Access    []AccessRow `json:"access"`
+	// Pending are the time-bound grants of the extension whose window has
+	// not opened yet: they grant nothing, so no row shows them.
+	Pending []Grant `json:"pending,omitempty"`
 }
 
 // columns defines a table's columns; those after wide are shown only with
@@ -66,24 +69,25 @@ func row(cells ...string) metav1.TableRow {
 }
 
 // StatusTable is the status report as one table: per extension a line for
-// the extension itself, one per API, one per role and one per grant.
+// the extension itself, one per API, one per role and one per grant (with
+// the window of a time-bound grant and the time left).
 func StatusTable(report []ExtensionStatus) *metav1.Table {
-	t := &metav1.Table{ColumnDefinitions: columns([]string{"EXTENSION", "MODE", "KIND", "NAME", "DETAIL", "STATUS"}, "SUBJECTS")}
+	t := &metav1.Table{ColumnDefinitions: columns([]string{"EXTENSION", "MODE", "KIND", "NAME", "DETAIL", "STATUS", "WINDOW"}, "SUBJECTS")}
 	for _, e := range report {
 		mode := e.Mode
 		if e.ModeFromDefault {
 			mode += " (default)"
 		}
-		add := func(kind, name, detail, status string, subjects ...string) {
-			t.Rows = append(t.Rows, row(e.Name, mode, kind, name, detail, status, strings.Join(subjects, ", ")))
+		add := func(kind, name, detail, status string, window *GrantWindow, subjects ...string) {
+			t.Rows = append(t.Rows, row(e.Name, mode, kind, name, detail, status, window.String(), strings.Join(subjects, ", ")))
 		}
 		if e.NotFound {
-			add("ClusterExtension", e.Name, "not installed", "NotFound")
+			add("ClusterExtension", e.Name, "not installed", "NotFound", nil)
 		} else {
-			add("ClusterExtension", e.Name, plural(len(e.APIs), "API"), "RBACManaged="+e.RBACManaged+" "+e.Reason)
+			add("ClusterExtension", e.Name, plural(len(e.APIs), "API"), "RBACManaged="+e.RBACManaged+" "+e.Reason, nil)
 		}
 		for _, a := range e.APIs {
-			add("API", a.CRD, a.Scope, "")
+			add("API", a.CRD, a.Scope, "", nil)
 		}
 		for _, r := range e.Roles {
 			detail := r.Source
@@ -97,10 +101,10 @@ func StatusTable(report []ExtensionStatus) *metav1.Table {
 			case SourceMissing:
 				status = "Missing"
 			}
-			add("ClusterRole", r.Name, detail, status)
+			add("ClusterRole", r.Name, detail, status, nil)
 		}
 		for _, g := range e.Grants {
-			add(g.Kind, g.Name, g.Access+" "+g.Where, "Ready="+g.Ready+" "+g.Reason, g.Subjects...)
+			add(g.Kind, g.Name, g.Access+" "+g.Where, "Ready="+g.Ready+" "+g.Reason, g.Window, g.Subjects...)
 		}
 	}
 	return t

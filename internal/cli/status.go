@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/ownership"
@@ -71,6 +72,9 @@ type Grant struct {
 	Message string `json:"message,omitempty"`
 	// Subjects are who the grant binds (the policy's, or the template's).
 	Subjects []string `json:"subjects,omitempty"`
+	// Window is the window of a time-bound grant, judged when the report
+	// was made; absent for a grant without one.
+	Window *GrantWindow `json:"window,omitempty"`
 }
 
 // ExtensionStatus is the status report of one ClusterExtension.
@@ -250,7 +254,8 @@ func extensionGrants(s *Snapshot, extension string) []Grant {
 			continue
 		}
 		g := Grant{Kind: "RBACPolicy", Name: p.Name, Access: string(p.Spec.Access),
-			Where: where(p.Status.Scope, p.Status.BoundNamespaces, p.Status.BoundNamespaceCount), Subjects: subjectStrings(p.Spec.Subjects)}
+			Where: where(p.Status.Scope, p.Status.BoundNamespaces, p.Status.BoundNamespaceCount), Subjects: subjectStrings(p.Spec.Subjects),
+			Window: windowOf(binding.PolicyWindow(p.Spec), s.Now)}
 		g.Ready, g.Reason, g.Message = ready(p.Status.Conditions)
 		out = append(out, g)
 		si, ok := instances[p.Status.ScopeInstanceName]
@@ -258,7 +263,8 @@ func extensionGrants(s *Snapshot, extension string) []Grant {
 			continue
 		}
 		ig := Grant{Kind: "ScopeInstance", Name: si.Name, Access: string(p.Spec.Access),
-			Where: where(si.Status.Scope, si.Status.BoundNamespaces, si.Status.BoundNamespaceCount), Subjects: g.Subjects}
+			Where: where(si.Status.Scope, si.Status.BoundNamespaces, si.Status.BoundNamespaceCount), Subjects: g.Subjects,
+			Window: windowOf(binding.InstanceWindow(si.Spec), s.Now)}
 		ig.Ready, ig.Reason, ig.Message = ready(si.Status.Conditions)
 		out = append(out, ig)
 	}
@@ -295,7 +301,8 @@ func instanceGrants(s *Snapshot, apis []API) []Grant {
 			continue
 		}
 		g := Grant{Kind: "ScopeInstance", Name: si.Name, Access: strings.Join(roles, "+"),
-			Where: where(si.Status.Scope, si.Status.BoundNamespaces, si.Status.BoundNamespaceCount), Subjects: subj[si.Spec.ScopeTemplateName]}
+			Where: where(si.Status.Scope, si.Status.BoundNamespaces, si.Status.BoundNamespaceCount), Subjects: subj[si.Spec.ScopeTemplateName],
+			Window: windowOf(binding.InstanceWindow(si.Spec), s.Now)}
 		g.Ready, g.Reason, g.Message = ready(si.Status.Conditions)
 		out = append(out, g)
 	}

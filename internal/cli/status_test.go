@@ -142,9 +142,10 @@ func TestStatus(t *testing.T) {
 
 func TestStatusTable(t *testing.T) {
 	table := StatusTable([]ExtensionStatus{{Name: "db", Mode: "Unmanaged", ModeFromDefault: true, RBACManaged: "False", Reason: "Unmanaged",
-		APIs:   []API{{CRD: "clusters.db.io", Scope: ScopeCluster}},
-		Roles:  []Role{{Name: "clusters.db.io-edit", Source: SourceConflict}},
-		Grants: []Grant{{Kind: "RBACPolicy", Name: "p", Access: "view", Where: "cluster-wide", Ready: "True", Reason: "Bound", Subjects: []string{"Group devs"}}},
+		APIs:  []API{{CRD: "clusters.db.io", Scope: ScopeCluster}},
+		Roles: []Role{{Name: "clusters.db.io-edit", Source: SourceConflict}},
+		Grants: []Grant{{Kind: "RBACPolicy", Name: "p", Access: "view", Where: "cluster-wide", Ready: "True", Reason: "Bound", Subjects: []string{"Group devs"},
+			Window: &GrantWindow{State: WindowActive, TimeLeft: "2h", Description: "until 2025-06-06T18:00:00Z (2h left)"}}},
 	}, {Name: "gone", NotFound: true, Mode: "none", RBACManaged: "Unknown", Reason: "NotFound",
 		Grants: []Grant{{Kind: "RBACPolicy", Name: "q", Access: "edit", Where: NothingBound, Ready: "False", Reason: "ExtensionNotFound"}},
 	}})
@@ -153,12 +154,12 @@ func TestStatusTable(t *testing.T) {
 		got = append(got, r.Cells)
 	}
 	want := [][]any{
-		{"db", "Unmanaged (default)", "ClusterExtension", "db", "1 API", "RBACManaged=False Unmanaged", ""},
-		{"db", "Unmanaged (default)", "API", "clusters.db.io", "Cluster", "", ""},
-		{"db", "Unmanaged (default)", "ClusterRole", "clusters.db.io-edit", "conflict", "Conflict", ""},
-		{"db", "Unmanaged (default)", "RBACPolicy", "p", "view cluster-wide", "Ready=True Bound", "Group devs"},
-		{"gone", "none", "ClusterExtension", "gone", "not installed", "NotFound", ""},
-		{"gone", "none", "RBACPolicy", "q", "edit (nothing bound)", "Ready=False ExtensionNotFound", ""},
+		{"db", "Unmanaged (default)", "ClusterExtension", "db", "1 API", "RBACManaged=False Unmanaged", "", ""},
+		{"db", "Unmanaged (default)", "API", "clusters.db.io", "Cluster", "", "", ""},
+		{"db", "Unmanaged (default)", "ClusterRole", "clusters.db.io-edit", "conflict", "Conflict", "", ""},
+		{"db", "Unmanaged (default)", "RBACPolicy", "p", "view cluster-wide", "Ready=True Bound", "until 2025-06-06T18:00:00Z (2h left)", "Group devs"},
+		{"gone", "none", "ClusterExtension", "gone", "not installed", "NotFound", "", ""},
+		{"gone", "none", "RBACPolicy", "q", "edit (nothing bound)", "Ready=False ExtensionNotFound", "", ""},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("StatusTable (-want +got):\n%s", d)

@@ -1,83 +1,68 @@
 // Package controller registers oria's controllers; each lives in its own
-// package below this one.
+// package below this one. What they share is built once, here (Shared),
+// and passed in: a controller refuses to start without a dependency.
 package controller
 
 import (
 	"context"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/operator-framework/oria/internal/authz"
 	"github.com/operator-framework/oria/internal/controller/extension"
 	"github.com/operator-framework/oria/internal/controller/orphans"
 	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
 	"github.com/operator-framework/oria/internal/controller/scopeinstance"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
 	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/impersonate"
 	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/metrics"
+	"github.com/operator-framework/oria/internal/reconciler"
 )
 
 // SetupAll registers every oria controller with mgr.
 func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
-	// One view of the API server's discovery for the controllers that tell
-	// cluster-scoped APIs from namespaced ones.
-	scopes, err := lookup.NewAPIScopesForConfig(mgr.GetConfig())
-	if err != nil {
-		return err
-	}
-	// One cache of bundle-provided ClusterRoles for the two controllers
-	// that read them.
-	bundleRoles, err := manager.NewBundleRoleCache(mgr)
-	if err != nil {
-		return err
-	}
 	if err := lookup.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	// One write engine for the controllers: their writes share its
-	// tokens (engine.MaxInFlight) and are counted in oria's metrics.
-	eng := engine.New(metrics.ObserveWrites)
-	// What an earlier oria created without the label the caches filter on
-	// is labelled once at start, so that its controllers see it.
-	if err := manager.AddRelabel(mgr, &engine.Writer{Client: mgr.GetClient(), Engine: eng}); err != nil {
-		return err
-	}
-	// What needs OLM v1's ClusterExtension API waits for it on a cluster
-	// without it (manager.OLMGate): the extension controller, and the
-	// RBACPolicy controller's watch of extensions (meanwhile its policies
-	// report OLMNotInstalled); the rest is served at once.
-	olmGate, err := manager.NewOLMGate(mgr, manager.OLMGateOptions{
-		Waiting: "the ClusterExtension controller; RBACPolicies report OLMNotInstalled",
-		Serving: "ScopeTemplates, ScopeInstances, the orphan sweep and the escalation guard",
-		Observe: metrics.SetOLMAPIAvailable,
-	})
+	s, err := NewShared(mgr, metrics.ObserveWrites)
 	if err != nil {
 		return err
 	}
+	// What an earlier oria created without the label the caches filter on
+	// is labelled once at start, so that its controllers see it.
+	if err := manager.AddRelabel(mgr, &engine.Writer{Client: mgr.GetClient(), Revoker: mgr.GetClient(), Engine: s.Engine}); err != nil {
+		return err
+	}
+	orphanDeps, err := s.OrphansDeps(mgr)
+	if err != nil {
+		return err
+	}
+	workers := opts.MaxConcurrentReconciles
 	for _, setup := range []func() error{
 		func() error {
-			return olmGate.Then(func() error {
-				return extension.SetupWithManager(mgr, extension.Options{
-					DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes, BundleRoles: bundleRoles, Engine: eng})
+			return s.OLM.Then(func() error {
+				return extension.SetupWithManager(mgr, s.ExtensionDeps(mgr), extension.Options{DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: workers})
 			})
 		},
 		func() error {
-			return rbacpolicy.SetupWithManager(mgr, rbacpolicy.Options{
-				DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: opts.MaxConcurrentReconciles, APIScopes: scopes, BundleRoles: bundleRoles, Engine: eng,
-				OLM: olmGate})
+			return rbacpolicy.SetupWithManager(mgr, s.RBACPolicyDeps(mgr), rbacpolicy.Options{DefaultMode: opts.DefaultRBACMode, MaxConcurrentReconciles: workers})
 		},
 		func() error {
-			return scopetemplate.SetupWithManager(mgr, scopetemplate.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Engine: eng})
+			return scopetemplate.SetupWithManager(mgr, s.ScopeTemplateDeps(mgr), scopetemplate.Options{MaxConcurrentReconciles: workers})
 		},
 		func() error {
-			return scopeinstance.SetupWithManager(mgr, scopeinstance.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Engine: eng,
+			return scopeinstance.SetupWithManager(mgr, s.ScopeInstanceDeps(mgr), scopeinstance.Options{MaxConcurrentReconciles: workers,
 				ExpiryWarning: opts.ExpiryWarning})
 		},
 		// The sweep: what oria created whose owner is gone is deleted, at
 		// start, at takeover and when seen.
 		func() error {
-			return orphans.SetupWithManager(mgr, orphans.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, Engine: eng})
+			return orphans.SetupWithManager(mgr, orphanDeps, orphans.Options{MaxConcurrentReconciles: workers})
 		},
 	} {
 		if err := setup(); err != nil {
@@ -85,4 +70,101 @@ func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 		}
 	}
 	return nil
+}
+
+// Shared is what the controllers of one manager share, each part built
+// once (NewShared). Each controller's Deps are made from it and the
+// manager (the *Deps methods); SetupAll registers them, and the
+// controllers' integration suites build theirs the same way.
+type Shared struct {
+	// Engine is the one write engine: the controllers' writes share its
+	// tokens (engine.MaxInFlight) and its observer.
+	Engine *engine.Engine
+	// APIScopes is one view of the API server's discovery for the
+	// controllers that tell cluster-scoped APIs from namespaced ones.
+	APIScopes *lookup.APIScopes
+	// BundleRoles is one cache of bundle-provided ClusterRoles for the two
+	// controllers that read them.
+	BundleRoles cache.Cache
+	// Bindings looks up an instance's cached bindings by index.
+	Bindings *lookup.InstanceBindings
+	// Impersonators are the clients that write as a ceiling's
+	// ServiceAccount, one per ServiceAccount for the life of the process.
+	Impersonators *impersonate.Clients
+	// Authz asks a ceiling's ServiceAccount about new rules, with
+	// SubjectAccessReviews.
+	Authz *authz.Authorizer
+	// OLM holds back what needs OLM v1's ClusterExtension API on a cluster
+	// without it (manager.OLMGate): the extension controller, and the
+	// RBACPolicy controller's watch of extensions (meanwhile its policies
+	// report OLMNotInstalled); the rest is served at once.
+	OLM *manager.OLMGate
+}
+
+// NewShared builds what the controllers of mgr share; observe sees every
+// write of its Engine (metrics.ObserveWrites in oria). The field indexes
+// are not its part: manager.New's caller registers them once
+// (lookup.SetupIndexes).
+func NewShared(mgr ctrl.Manager, observe engine.Observer) (*Shared, error) {
+	s := &Shared{Engine: engine.New(observe)}
+	var err error
+	if s.APIScopes, err = lookup.NewAPIScopesForConfig(mgr.GetConfig()); err != nil {
+		return nil, err
+	}
+	if s.BundleRoles, err = manager.NewBundleRoleCache(mgr); err != nil {
+		return nil, err
+	}
+	if s.Bindings, err = lookup.NewInstanceBindings(context.Background(), mgr.GetCache()); err != nil {
+		return nil, err
+	}
+	if s.Impersonators, err = impersonate.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}); err != nil {
+		return nil, err
+	}
+	if s.Authz, err = authz.New(mgr.GetClient(), mgr.GetAPIReader(), authz.NoRules{}); err != nil {
+		return nil, err
+	}
+	if s.OLM, err = manager.NewOLMGate(mgr, manager.OLMGateOptions{
+		Waiting: "the ClusterExtension controller; RBACPolicies report OLMNotInstalled",
+		Serving: "ScopeTemplates, ScopeInstances, the orphan sweep and the escalation guard",
+		Observe: metrics.SetOLMAPIAvailable,
+	}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// base is the reconciler.Base of the controller whose Events are reported
+// as recorder, with a Memo of its own.
+func (s *Shared) base(mgr ctrl.Manager, recorder string) reconciler.Base {
+	return reconciler.Base{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: reconciler.LimitEvents(mgr.GetEventRecorder(recorder)), Engine: s.Engine, Memo: engine.NewMemo()}
+}
+
+// ExtensionDeps are the extension controller's dependencies on mgr.
+func (s *Shared) ExtensionDeps(mgr ctrl.Manager) extension.Deps {
+	return extension.Deps{Base: s.base(mgr, extension.RecorderName), BundleRoles: s.BundleRoles, APIScopes: s.APIScopes}
+}
+
+// RBACPolicyDeps are the RBACPolicy controller's dependencies on mgr.
+func (s *Shared) RBACPolicyDeps(mgr ctrl.Manager) rbacpolicy.Deps {
+	return rbacpolicy.Deps{Base: s.base(mgr, rbacpolicy.RecorderName), APIScopes: s.APIScopes, BundleRoles: s.BundleRoles, OLM: s.OLM}
+}
+
+// ScopeTemplateDeps are the ScopeTemplate controller's dependencies on mgr.
+func (s *Shared) ScopeTemplateDeps(mgr ctrl.Manager) scopetemplate.Deps {
+	return scopetemplate.Deps{Base: s.base(mgr, scopetemplate.RecorderName), Bindings: s.Bindings}
+}
+
+// ScopeInstanceDeps are the ScopeInstance controller's dependencies on mgr.
+func (s *Shared) ScopeInstanceDeps(mgr ctrl.Manager) scopeinstance.Deps {
+	return scopeinstance.Deps{Base: s.base(mgr, scopeinstance.RecorderName), Bindings: s.Bindings, Impersonators: s.Impersonators, Authz: s.Authz}
+}
+
+// OrphansDeps are the sweep's dependencies on mgr.
+func (s *Shared) OrphansDeps(mgr ctrl.Manager) (orphans.Deps, error) {
+	owners, err := orphans.NewCachedOwners(context.Background(), mgr.GetCache())
+	if err != nil {
+		return orphans.Deps{}, err
+	}
+	return orphans.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Engine: s.Engine, Owners: owners, Bindings: s.Bindings}, nil
 }

@@ -37,7 +37,7 @@ func BenchmarkEnsureUnchanged(b *testing.B) {
 		cached = append(cached, c)
 	}
 	ctx := context.Background()
-	w := &engine.Writer{Memo: engine.NewMemo()}
+	w := &engine.Writer{Memo: engine.NewMemo(), Engine: engine.New(engine.Unobserved)}
 	b.ReportAllocs()
 	for b.Loop() {
 		want := binding.RoleBindings(inst, "tmpl", []string{"view"}, subj, namespaces)

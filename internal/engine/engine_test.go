@@ -50,6 +50,17 @@ func fakeClient(t *testing.T, c *calls, objs ...client.Object) client.Client {
 	}).Build()
 }
 
+// writer returns a Writer over cl with an empty cache, memo (a new Memo
+// when nil) and an Engine of its own.
+func writer(t *testing.T, cl client.Client, memo *engine.Memo) *engine.Writer {
+	t.Helper()
+	if memo == nil {
+		memo = engine.NewMemo()
+	}
+	var none calls
+	return &engine.Writer{Client: cl, Revoker: cl, Reader: cl, Cache: fakeClient(t, &none), Memo: memo, Engine: engine.New(engine.Unobserved)}
+}
+
 func desiredRole(t *testing.T) *rbacv1.ClusterRole {
 	t.Helper()
 	roles := binding.ClusterRoles(template("tmpl", []oriav1alpha1.ClusterRoleTemplate{{Name: "r", Rules: podRules}}))
@@ -69,7 +80,8 @@ func TestEnsureRemembersConflicts(t *testing.T) {
 	now := time.Unix(1000, 0)
 	memo := engine.NewMemo()
 	memo.Now = func() time.Time { return now }
-	w := &engine.Writer{Client: cl, Reader: cl, Memo: memo, Recheck: time.Minute}
+	w := writer(t, cl, memo)
+	w.Recheck = time.Minute
 	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, "tmpl") }
 	kind := engine.ClusterRoleKind()
 	ensure := func() engine.Outcome {
@@ -107,7 +119,7 @@ func TestEnsureCreatesWithoutReading(t *testing.T) {
 	want := desiredRole(t)
 	var c calls
 	cl := fakeClient(t, &c)
-	w := &engine.Writer{Client: cl, Reader: cl, Memo: engine.NewMemo()}
+	w := writer(t, cl, nil)
 	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, "tmpl") }
 	out := engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil)
 	assert.Equal(t, engine.Created, out[0].Action)
@@ -129,7 +141,7 @@ func TestEnsureAdoptsItsOwnObject(t *testing.T) {
 	stripped.Labels = nil
 	var c calls
 	cl := fakeClient(t, &c, stripped)
-	w := &engine.Writer{Client: cl, Reader: cl, Memo: engine.NewMemo()}
+	w := writer(t, cl, nil)
 	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, "tmpl") }
 	out := engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil)
 	require.NoError(t, out[0].Err)
@@ -148,18 +160,18 @@ func TestDelete(t *testing.T) {
 	cl := fakeClient(t, &c, want.DeepCopy())
 	live := &rbacv1.ClusterRole{}
 	require.NoError(t, cl.Get(ctx, engine.Key(want), live))
-	w := &engine.Writer{Client: cl, Reader: cl}
+	w := writer(t, cl, nil)
 	out := engine.Delete(ctx, w, "ClusterRole", []*rbacv1.ClusterRole{live, live})
 	assert.Equal(t, engine.Deleted, out[0].Action)
 	assert.Equal(t, engine.Deleted, out[1].Action, "already gone")
 	assert.Empty(t, engine.Summarize(out).Errors)
 }
 
-// TestAttenuatedRefusal: with an attenuating identity, a write the API
+// TestCeilingRefusal: writing as a ceiling's ServiceAccount, a write the API
 // server forbids is the outcome Forbidden (reported, not an error to retry
 // with backoff); without one it is a failure. Deletions go through the
 // revoker.
-func TestAttenuatedRefusal(t *testing.T) {
+func TestCeilingRefusal(t *testing.T) {
 	ctx := context.Background()
 	want := desiredRole(t)
 	forbidden := func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
@@ -170,7 +182,8 @@ func TestAttenuatedRefusal(t *testing.T) {
 	grants := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{Create: forbidden}).Build()
 	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, "tmpl") }
 
-	w := &engine.Writer{Client: grants, Reader: grants, Attenuated: true}
+	w := writer(t, grants, nil)
+	w.Ceiling = true
 	out := engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil)
 	assert.Equal(t, engine.Forbidden, out[0].Action)
 	assert.Contains(t, out[0].Err.Error(), "not currently held")
@@ -178,7 +191,7 @@ func TestAttenuatedRefusal(t *testing.T) {
 	assert.Len(t, s.Forbidden, 1)
 	assert.Empty(t, s.Errors)
 
-	w.Attenuated = false
+	w.Ceiling = false
 	out = engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil)
 	assert.Equal(t, engine.Failed, out[0].Action, "oria's own refusal is an error")
 
@@ -186,7 +199,8 @@ func TestAttenuatedRefusal(t *testing.T) {
 	revoker := fakeClient(t, &c, want.DeepCopy())
 	live := &rbacv1.ClusterRole{}
 	require.NoError(t, revoker.Get(ctx, engine.Key(want), live))
-	w = &engine.Writer{Client: grants, Reader: revoker, Revoker: revoker, Attenuated: true}
+	w = writer(t, grants, nil)
+	w.Reader, w.Revoker, w.Ceiling = revoker, revoker, true
 	out = engine.Delete(ctx, w, "ClusterRole", []*rbacv1.ClusterRole{live})
 	assert.Equal(t, engine.Deleted, out[0].Action)
 	assert.Equal(t, int32(1), c.del.Load(), "deleted by the revoker")
@@ -204,7 +218,7 @@ func TestEnsureExpectsWhatItCreated(t *testing.T) {
 	now := time.Unix(1000, 0)
 	memo := engine.NewMemo()
 	memo.Now = func() time.Time { return now }
-	w := &engine.Writer{Client: cl, Reader: cl, Memo: memo}
+	w := writer(t, cl, memo)
 	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, "tmpl") }
 	ensure := func(cached map[types.NamespacedName]*rbacv1.ClusterRole) engine.Summary {
 		return engine.Summarize(engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, cached))
@@ -261,7 +275,7 @@ func TestParallelSharesTheProcessCap(t *testing.T) {
 	var now, peak atomic.Int64
 	var wg sync.WaitGroup
 	release := make(chan struct{})
-	e := engine.New(nil)
+	e := engine.New(engine.Unobserved)
 	for range 3 { // 3 x 64 workers would be 192 at once without the cap
 		wg.Go(func() {
 			e.Parallel(engine.DefaultWorkers, engine.DefaultWorkers, func(int) {
@@ -292,7 +306,7 @@ func TestEnsureAfterTheWatchSawTheCreate(t *testing.T) {
 	cl := fakeClient(t, &c)
 	memo := engine.NewMemo()
 	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, "tmpl") }
-	w := &engine.Writer{Client: cl, Reader: cl, Memo: memo}
+	w := writer(t, cl, memo)
 	ensure := func() engine.Summary {
 		return engine.Summarize(engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil))
 	}
@@ -313,9 +327,10 @@ func TestEnsureAfterTheWatchSawTheCreate(t *testing.T) {
 	assert.Equal(t, gets, c.get.Load(), "no read of the API server")
 	assert.Equal(t, int32(1), cacheCalls.get.Load(), "one read of the cache")
 
-	// Without a cache (nor an expectation) it would have been created: the
-	// create fails (409) and the read finds it oria's.
-	w.Cache = nil
+	// With a cache that does not show it yet (nor an expectation) it would
+	// have been created: the create fails (409) and the read finds it
+	// oria's.
+	w.Cache = fakeClient(t, &cacheCalls)
 	s = ensure()
 	assert.Equal(t, 1, s.Count[engine.Unchanged])
 	assert.Equal(t, int32(2), c.create.Load())
@@ -326,7 +341,8 @@ func TestEnsureAfterTheWatchSawTheCreate(t *testing.T) {
 	foreign.OwnerReferences = nil
 	foreign.Labels = map[string]string{oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue}
 	api := fakeClient(t, &c, foreign.DeepCopy())
-	w = &engine.Writer{Client: api, Reader: api, Memo: engine.NewMemo(), Cache: fakeClient(t, &cacheCalls, foreign)}
+	w = writer(t, api, nil)
+	w.Cache = fakeClient(t, &cacheCalls, foreign)
 	s = engine.Summarize(engine.Ensure(ctx, w, engine.ClusterRoleKind(), owns, []*rbacv1.ClusterRole{want}, nil))
 	assert.Equal(t, 1, s.Count[engine.Conflict])
 }

@@ -41,14 +41,21 @@ func HandOverAll(ctx context.Context, w *Writer, kind string, items []HandOver) 
 	w.Engine.Parallel(w.workers(), len(items), func(i int) {
 		obj := items[i].Object
 		out[i] = Outcome{Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Updated}
-		ops := append([]map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()}}, items[i].Patch...)
-		body, err := json.Marshal(ops)
-		if err == nil {
-			err = w.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body), client.FieldOwner(oriav1alpha1.FieldOwner))
-		}
+		err := jsonPatch(ctx, w.Client, obj, "/metadata/resourceVersion", obj.GetResourceVersion(), items[i].Patch, client.FieldOwner(oriav1alpha1.FieldOwner))
 		if err != nil && !apierrors.IsNotFound(err) {
 			out[i].Action, out[i].Err = Failed, fmt.Errorf("handing %s %s over: %w", kind, describe(obj), err)
 		}
 	})
 	return w.Engine.observe(kind, out)
+}
+
+// jsonPatch patches obj with the JSON patch (RFC 6902) ops, preceded by a
+// test that the value at path is still value: a change made since obj was
+// read fails the patch (a conflict) instead of being overwritten.
+func jsonPatch(ctx context.Context, c client.Client, obj client.Object, path string, value any, ops []map[string]any, opts ...client.PatchOption) error {
+	body, err := json.Marshal(append([]map[string]any{{"op": "test", "path": path, "value": value}}, ops...))
+	if err != nil {
+		return fmt.Errorf("encoding the patch: %w", err)
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body), opts...)
 }

@@ -1,49 +1,17 @@
 package engine
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/oria/internal/ownership"
 )
-
-// ApplyConfiguration returns the server-side apply request for a desired
-// typed object: the object as it serializes, less what the server owns
-// (creationTimestamp, resourceVersion, uid, managedFields, status) and less
-// null fields, which an apply would otherwise claim. The object must carry
-// its apiVersion and kind. This is the one conversion between the typed
-// objects oria's pure functions build and what it applies.
-func ApplyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
-	gvk := obj.GetObjectKind().GroupVersionKind()
-	if gvk.Kind == "" || gvk.Version == "" {
-		return nil, fmt.Errorf("object %q has no apiVersion/kind to apply", obj.GetName())
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, fmt.Errorf("converting %q for apply: %w", obj.GetName(), err)
-	}
-	delete(m, "status")
-	for k, v := range m {
-		if v == nil {
-			delete(m, k)
-		}
-	}
-	if md, ok := m["metadata"].(map[string]any); ok {
-		for _, k := range []string{"creationTimestamp", "resourceVersion", "uid", "managedFields", "generation"} {
-			delete(md, k)
-		}
-	}
-	return client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: m}), nil
-}
 
 // ClusterRoleKind is how the engine writes oria's ClusterRoles. exclusive
 // are label keys oria decides on: one of them on the object that the
@@ -54,8 +22,9 @@ func ApplyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
 // and owner references others add are left alone.
 func ClusterRoleKind(exclusive ...string) Kind[*rbacv1.ClusterRole] {
 	return Kind[*rbacv1.ClusterRole]{
-		Name: "ClusterRole",
-		New:  func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} },
+		Name:    "ClusterRole",
+		New:     func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} },
+		Replace: Never[*rbacv1.ClusterRole],
 		UpToDate: func(cur, want *rbacv1.ClusterRole) bool {
 			return metaUpToDate(cur, want) && len(unwanted(cur.Labels, want.Labels, exclusive)) == 0 &&
 				equality.Semantic.DeepEqual(cur.AggregationRule, want.AggregationRule) &&

@@ -21,7 +21,7 @@ const DefaultRecheck = 30 * time.Second
 // conflict after the same interval, so a conflict that goes away is noticed
 // within about that time. What a Memo holds is a fact about the cluster, so
 // each controller keeps one for the life of the process. A Memo is safe for
-// concurrent use; use NewMemo. A nil *Memo remembers nothing.
+// concurrent use; use NewMemo.
 type Memo struct {
 	// Now returns the current time (tests set it).
 	Now func() time.Time
@@ -47,12 +47,85 @@ type Memo struct {
 // the cache saw and someone deleted is restored at once, as always).
 const ExpectationTTL = 2 * time.Minute
 
-func (m *Memo) expectCreated(kind string, key types.NamespacedName) {
-	if m == nil {
-		return
-	}
+// memoState is the Memo's answer about one object the engine wants and
+// oria's cache does not show (ask).
+type memoState int
+
+const (
+	// memoUnknown: nothing is remembered; the engine creates the object.
+	memoUnknown memoState = iota
+	// memoExpected: the engine created it less than ExpectationTTL ago;
+	// the cache has not shown it yet.
+	memoExpected
+	// memoConflict: someone else's object holds the name, remembered
+	// recently enough to be trusted (ask returns it).
+	memoConflict
+	// memoRecheck: someone else's object held the name when last read,
+	// long enough ago that it is read again before anything else.
+	memoRecheck
+)
+
+// memoFact is what the engine tells the Memo about one object (tell).
+type memoFact int
+
+const (
+	// factCached: the cache shows the object; an expectation of it ends.
+	factCached memoFact = iota
+	// factCreated: the engine created it; it is expected until the cache
+	// shows it, for at most ExpectationTTL.
+	factCreated
+	// factConflict: a live object someone else made holds the name; it is
+	// remembered.
+	factConflict
+	// factNoConflict: the name is free, or held by oria's own object; a
+	// remembered conflict is forgotten.
+	factNoConflict
+)
+
+// ask is the one question the engine asks about an object oria's cache
+// does not show: what is remembered of it, a conflict being trusted for
+// trust. An expectation older than ExpectationTTL is dropped here.
+func (m *Memo) ask(kind string, key types.NamespacedName, trust time.Duration) (memoState, client.Object) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	k, now := memoKey{kind, key}, m.now()
+	if at, ok := m.created[k]; ok {
+		if now.Sub(at) < ExpectationTTL {
+			return memoExpected, nil
+		}
+		m.dropExpectation(k)
+	}
+	e, ok := m.entries[k]
+	switch {
+	case !ok:
+		return memoUnknown, nil
+	case now.Sub(e.at) < trust:
+		return memoConflict, e.obj
+	default:
+		return memoRecheck, nil
+	}
+}
+
+// tell records what the engine learnt about an object: obj is the live
+// object of factConflict.
+func (m *Memo) tell(kind string, key types.NamespacedName, fact memoFact, obj client.Object) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := memoKey{kind, key}
+	switch fact {
+	case factCached:
+		m.dropExpectation(k)
+	case factCreated:
+		m.expect(k)
+	case factConflict:
+		m.entries[k] = memoEntry{obj: obj, at: m.now()}
+	case factNoConflict:
+		delete(m.entries, k)
+	}
+}
+
+// expect records an expectation of k, with m.mu held.
+func (m *Memo) expect(k memoKey) {
 	now := m.now()
 	if m.created == nil {
 		m.created = map[memoKey]time.Time{}
@@ -67,23 +140,7 @@ func (m *Memo) expectCreated(kind string, key types.NamespacedName) {
 		}
 		m.swept = now
 	}
-	m.created[memoKey{kind, key}] = now
-}
-
-// expected reports whether the engine created the object less than
-// ExpectationTTL ago.
-func (m *Memo) expected(kind string, key types.NamespacedName) bool {
-	if m == nil {
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	at, ok := m.created[memoKey{kind, key}]
-	if ok && m.now().Sub(at) >= ExpectationTTL {
-		m.dropExpectation(memoKey{kind, key})
-		return false
-	}
-	return ok
+	m.created[k] = now
 }
 
 // Gone tells the Memo that the cache saw obj deleted (an event of the watch
@@ -92,7 +149,7 @@ func (m *Memo) expected(kind string, key types.NamespacedName) bool {
 // created and deleted before any reconcile saw it in the cache stayed
 // expected, and absent, until ExpectationTTL.
 func (m *Memo) Gone(kind string, obj client.Object) {
-	m.observed(kind, Key(obj))
+	m.tell(kind, Key(obj), factCached, nil)
 }
 
 // Seen tells the Memo that the cache shows obj (a create event of the watch
@@ -101,20 +158,10 @@ func (m *Memo) Gone(kind string, obj client.Object) {
 // last as long as the watch lags behind the creates, not until the next
 // reconcile of their owner (50,000 of them, 9 MB, at the end of the
 // benchmark's large fan-out). A reconcile working from a snapshot taken
-// before the event does not create the object again: a Writer with a Cache
-// looks there first (see Writer.Cache).
+// before the event does not create the object again: the Writer's Cache is
+// looked at first (see Writer.Cache).
 func (m *Memo) Seen(kind string, obj client.Object) {
-	m.observed(kind, Key(obj))
-}
-
-// observed drops the expectation of an object the cache shows.
-func (m *Memo) observed(kind string, key types.NamespacedName) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.dropExpectation(memoKey{kind, key})
+	m.tell(kind, Key(obj), factCached, nil)
 }
 
 // dropExpectation deletes an expectation; an emptied map is dropped, as Go
@@ -142,53 +189,8 @@ func NewMemo() *Memo {
 	return &Memo{Now: time.Now, entries: map[memoKey]memoEntry{}}
 }
 
-// fresh returns the remembered object when it is younger than recheck.
-func (m *Memo) fresh(kind string, key types.NamespacedName, recheck time.Duration) client.Object {
-	if m == nil {
-		return nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.entries[memoKey{kind, key}]
-	if !ok || m.now().Sub(e.at) >= recheck {
-		return nil
-	}
-	return e.obj
-}
-
-func (m *Memo) has(kind string, key types.NamespacedName) bool {
-	if m == nil {
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.entries[memoKey{kind, key}]
-	return ok
-}
-
-func (m *Memo) remember(kind string, key types.NamespacedName, obj client.Object) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.entries[memoKey{kind, key}] = memoEntry{obj: obj, at: m.now()}
-}
-
-func (m *Memo) forget(kind string, key types.NamespacedName) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.entries, memoKey{kind, key})
-}
-
-// count returns of() under the lock; 0 for a nil Memo.
+// count returns of() under the lock.
 func (m *Memo) count(of func() int) int {
-	if m == nil {
-		return 0
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return of()

@@ -3,7 +3,7 @@ package engine
 import "k8s.io/apimachinery/pkg/runtime"
 
 func (e *Engine) observe(kind string, out []Outcome) []Outcome {
-	if e != nil && e.observer != nil && len(out) > 0 {
+	if len(out) > 0 {
 		e.observer(kind, out)
 	}
 	return out

@@ -33,8 +33,9 @@ func compiledKind[T interface {
 	client.Object
 }](name string, newT func() T, spec func(T) any, setSpec func(out, want T)) Kind[T] {
 	return Kind[T]{
-		Name: name,
-		New:  newT,
+		Name:    name,
+		New:     newT,
+		Replace: Never[T],
 		UpToDate: func(cur, want T) bool {
 			return metaUpToDate(cur, want) && equality.Semantic.DeepEqual(spec(cur), spec(want))
 		},

@@ -17,20 +17,27 @@ const MaxInFlight = 128
 // Engine is the state the write engine keeps for one set of controllers
 // (controller.SetupAll makes one per manager, so that two managers in one
 // process never share it): the write tokens all their reconciles share
-// (MaxInFlight) and the observer of every outcome. A nil *Engine bounds
-// nothing beyond each Writer's workers and observes nothing.
+// (MaxInFlight) and the observer of every outcome.
 type Engine struct {
 	// inFlight holds a token per write in flight.
 	inFlight chan struct{}
-	// observer is called with the outcomes of every Ensure, Delete and
-	// Apply and the kind of their objects (internal/metrics counts writes
-	// with it); nil observes nothing. It must be safe for concurrent use.
-	observer func(kind string, outcomes []Outcome)
+	// observer is called with the outcomes of every Ensure, Delete, Apply
+	// and HandOverAll and the kind of their objects.
+	observer Observer
 }
 
+// Observer sees the outcomes of every write of an Engine, with the kind of
+// their objects: metrics.ObserveWrites counts them (oria_writes_total). It
+// must be safe for concurrent use.
+type Observer func(kind string, outcomes []Outcome)
+
+// Unobserved is the Observer of an Engine whose writes nobody counts (a
+// test's).
+func Unobserved(string, []Outcome) {}
+
 // New returns an Engine with MaxInFlight write tokens that reports every
-// outcome to observer (nil: to nobody).
-func New(observer func(kind string, outcomes []Outcome)) *Engine {
+// outcome to observer.
+func New(observer Observer) *Engine {
 	return &Engine{inFlight: make(chan struct{}, MaxInFlight), observer: observer}
 }
 
@@ -47,13 +54,9 @@ func (e *Engine) Parallel(workers, n int, fn func(i int)) {
 				if i >= n {
 					return
 				}
-				if e != nil {
-					e.inFlight <- struct{}{}
-				}
+				e.inFlight <- struct{}{}
 				fn(i)
-				if e != nil {
-					<-e.inFlight
-				}
+				<-e.inFlight
 			}
 		})
 	}

@@ -11,7 +11,7 @@ type Summary struct {
 	Conflicts []error
 	// Errors are the failed writes, in outcome order.
 	Errors []error
-	// Forbidden are the writes the attenuating identity may not make, in
+	// Forbidden are the writes the ceiling's ServiceAccount may not make, in
 	// outcome order.
 	Forbidden []error
 	// Bad are the namespaces ("" for cluster-scoped objects) with a conflict

@@ -145,6 +145,10 @@ type Options struct {
 	// ExpiryWarning is how long before a time-bound grant expires its
 	// AccessExpiring Event is recorded; 0 records none.
 	ExpiryWarning time.Duration
+	// BaseContext, when set, gives the context values of every runnable
+	// of the manager, its controllers' reconciles included (the first-pass
+	// Tracker, internal/firstpass).
+	BaseContext func() context.Context
 }
 
 // Scheme returns a scheme with every type oria reads or writes
@@ -239,6 +243,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaseDuration:                 orDefault(opts.LeaseDuration, DefaultLeaseDuration),
 		RenewDeadline:                 orDefault(opts.RenewDeadline, DefaultRenewDeadline),
 		RetryPeriod:                   orDefault(opts.RetryPeriod, DefaultRetryPeriod),
+		BaseContext:                   opts.BaseContext,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

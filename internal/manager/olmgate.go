@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -53,7 +54,7 @@ type OLMGateOptions struct {
 	// Serving says, in the log, what oria serves meanwhile.
 	Serving string
 	// Observe is told whether the API is served: once at setup, and once
-	// more when it appears (metrics.SetOLMAPIAvailable); nil tells no one.
+	// more when it appears (metrics.SetOLMAPIAvailable). Required.
 	Observe func(available bool)
 	// Interval is DefaultOLMCheckInterval when zero.
 	Interval time.Duration
@@ -103,6 +104,9 @@ func NewOLMGate(mgr ctrl.Manager, opts OLMGateOptions) (*OLMGate, error) {
 // newOLMGate is NewOLMGate with its parts: served asks whether the API is
 // served, add adds the gate to the manager.
 func newOLMGate(served func(context.Context) (bool, error), add func(ctrlmanager.Runnable) error, log logr.Logger, opts OLMGateOptions) (*OLMGate, error) {
+	if opts.Observe == nil {
+		return nil, errors.New("the OLM gate needs an observer of the ClusterExtension API's availability")
+	}
 	g := &OLMGate{
 		served:   served,
 		interval: opts.Interval,
@@ -112,9 +116,6 @@ func newOLMGate(served func(context.Context) (bool, error), add func(ctrlmanager
 	}
 	if g.interval <= 0 {
 		g.interval = DefaultOLMCheckInterval
-	}
-	if g.observe == nil {
-		g.observe = func(bool) {}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), olmProbeTimeout)
 	defer cancel()
@@ -137,11 +138,8 @@ func newOLMGate(served func(context.Context) (bool, error), add func(ctrlmanager
 }
 
 // Available reports whether the gate is open: the API is served and what
-// waited for it is registered. A nil gate is open.
+// waited for it is registered.
 func (g *OLMGate) Available() bool {
-	if g == nil {
-		return true
-	}
 	select {
 	case <-g.opened:
 		return true
@@ -151,12 +149,9 @@ func (g *OLMGate) Available() bool {
 }
 
 // Then runs setup (which registers controllers with the manager) now when
-// the gate is open (a nil gate is), or when it opens; an error of a setup
-// run then stops the manager, as it would have stopped oria at start.
+// the gate is open, or when it opens; an error of a setup run then stops
+// the manager, as it would have stopped oria at start.
 func (g *OLMGate) Then(setup func() error) error {
-	if g == nil {
-		return setup()
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.Available() {
@@ -167,12 +162,8 @@ func (g *OLMGate) Then(setup func() error) error {
 }
 
 // Defer returns src, started when the gate opens: a controller's watch of
-// ClusterExtensions, which a controller that starts earlier needs. A nil
-// gate returns src.
+// ClusterExtensions, which a controller that starts earlier needs.
 func (g *OLMGate) Defer(src source.Source) source.Source {
-	if g == nil {
-		return src
-	}
 	return &deferredSource{gate: g, inner: src}
 }
 

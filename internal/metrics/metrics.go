@@ -16,7 +16,7 @@
 //   - oria_writes_total{kind,action}: RBAC objects written by the write engine
 //     (action created, updated, replaced, deleted);
 //   - oria_write_errors_total{kind,reason}: writes the API server refused,
-//     by its reason (Forbidden, Invalid, ...); not those an attenuating
+//     by its reason (Forbidden, Invalid, ...); not those a ceiling's
 //     ServiceAccount may not make, a standing state that
 //     oria_objects_by_ready_reason{reason="Forbidden"} counts;
 //   - oria_namespace_binding_latency_seconds: from the moment a namespace
@@ -102,7 +102,7 @@ func ObserveWrites(kind string, outcomes []engine.Outcome) {
 		if a, ok := actions[o.Action]; ok {
 			writes.WithLabelValues(kind, a).Inc()
 		} else if o.Action == engine.Failed && !apierrors.IsConflict(o.Err) {
-			// A Forbidden outcome (an attenuating ServiceAccount may not
+			// A Forbidden outcome (a ceiling's ServiceAccount may not
 			// grant it) is a standing state, counted by the objects' Ready
 			// reason, not an event to count at every recheck. An update
 			// that lost an optimistic-concurrency race (409: the object

@@ -153,7 +153,7 @@ func TestObserveWrites(t *testing.T) {
 	if d := testutil.ToFloat64(writes.WithLabelValues("RoleBinding", "created")) - before; d != 2 {
 		t.Errorf("created writes grew by %v, want 2", d)
 	}
-	// The refusal of an attenuating ServiceAccount (engine.Forbidden) is a
+	// The refusal of a ceiling's ServiceAccount (engine.Forbidden) is a
 	// standing state, not counted at every recheck; oria's own refused write
 	// is.
 	if d := testutil.ToFloat64(writeErrors.WithLabelValues("RoleBinding", "Forbidden")) - beforeErr; d != 1 {

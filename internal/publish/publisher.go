@@ -40,7 +40,7 @@ type Publisher struct {
 	APIReader client.Reader
 	// Writer writes.
 	Writer *engine.Writer
-	// Recorder emits Events on the instance; nil emits none.
+	// Recorder emits Events on the instance.
 	Recorder events.EventRecorder
 	// Timing coalesces restarts.
 	Timing Timing
@@ -196,7 +196,7 @@ func (p *Publisher) restart(ctx context.Context, instance, namespace string, sel
 }
 
 // Withdraw removes what instance, deleted (gone, or being deleted), wrote into every
-// ConfigMap it publishes into other than keep (nil: all of them). It
+// ConfigMap it publishes into other than keep (every one without keep). It
 // deletes no ConfigMap: an instance known only by its name (the annotation
 // that records it can be written by anyone who may patch the ConfigMap)
 // proves nothing, and the garbage collector deletes the ConfigMaps oria
@@ -280,7 +280,5 @@ func (p *Publisher) namespaceExists(ctx context.Context, name string) (bool, err
 }
 
 func (p *Publisher) event(si *oriav1alpha1.ScopeInstance, reason, action, format string, args ...any) {
-	if p.Recorder != nil {
-		p.Recorder.Eventf(si, nil, corev1.EventTypeNormal, reason, action, format, args...)
-	}
+	p.Recorder.Eventf(si, nil, corev1.EventTypeNormal, reason, action, format, args...)
 }

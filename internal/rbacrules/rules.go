@@ -21,6 +21,8 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/operator-framework/oria/internal/subjects"
 )
 
 // Lister reads RBAC objects. A missing role is (nil, nil): a binding to it
@@ -30,12 +32,6 @@ type Lister interface {
 	RoleBindings(namespace string) ([]*rbacv1.RoleBinding, error)
 	ClusterRole(name string) (*rbacv1.ClusterRole, error)
 	Role(namespace, name string) (*rbacv1.Role, error)
-}
-
-// User is who is asked about: RBAC looks at the name and the groups only.
-type User struct {
-	Name   string
-	Groups []string
 }
 
 // Holding is what a user holds in one place: the roles bound to them
@@ -82,7 +78,7 @@ func (h Holding) Rules(l Lister) ([]rbacv1.PolicyRule, error) {
 // Holdings returns what user holds in each of namespaces ("": cluster-wide,
 // their ClusterRoleBindings only), with one pass over the
 // ClusterRoleBindings and one over each namespace's RoleBindings.
-func Holdings(l Lister, user User, namespaces []string) (map[string]Holding, error) {
+func Holdings(l Lister, user subjects.Identity, namespaces []string) (map[string]Holding, error) {
 	crbs, err := l.ClusterRoleBindings()
 	if err != nil {
 		return nil, fmt.Errorf("listing ClusterRoleBindings: %w", err)
@@ -143,25 +139,13 @@ func wrap(err error, what, name string) error {
 // namespace ("" for a ClusterRoleBinding). A ServiceAccount subject without
 // a namespace is the ServiceAccount of that name in the binding's
 // namespace; in a ClusterRoleBinding it matches nobody.
-func appliesTo(user User, subjects []rbacv1.Subject, namespace string) bool {
-	for _, s := range subjects {
-		switch s.Kind {
-		case rbacv1.UserKind:
-			if s.Name == user.Name {
-				return true
-			}
-		case rbacv1.GroupKind:
-			if slices.Contains(user.Groups, s.Name) {
-				return true
-			}
-		case rbacv1.ServiceAccountKind:
-			ns := s.Namespace
-			if ns == "" {
-				ns = namespace
-			}
-			if ns != "" && user.Name == "system:serviceaccount:"+ns+":"+s.Name {
-				return true
-			}
+func appliesTo(user subjects.Identity, in []rbacv1.Subject, namespace string) bool {
+	for _, s := range in {
+		if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == "" {
+			s.Namespace = namespace
+		}
+		if user.Names(s) {
+			return true
 		}
 	}
 	return false

@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/operator-framework/oria/internal/subjects"
 )
 
 // objects is a Lister over slices.
@@ -49,7 +51,7 @@ func (o objects) Role(ns, name string) (*rbacv1.Role, error) {
 
 // rulesFor returns the rules user holds in namespace, as one check reads
 // them.
-func rulesFor(l Lister, user User, namespace string) ([]rbacv1.PolicyRule, error) {
+func rulesFor(l Lister, user subjects.Identity, namespace string) ([]rbacv1.PolicyRule, error) {
 	h, err := Holdings(l, user, []string{namespace})
 	if err != nil {
 		return nil, err
@@ -98,11 +100,11 @@ func TestFor(t *testing.T) {
 			{ObjectMeta: meta("b", "bot-of-a"), RoleRef: ref("ClusterRole", "secrets"), Subjects: []rbacv1.Subject{sa("a", "bot")}},
 		},
 	}
-	alice := User{Name: "alice", Groups: []string{"devs", "system:authenticated"}}
-	bot := User{Name: "system:serviceaccount:a:bot", Groups: []string{"system:serviceaccounts"}}
+	alice := subjects.Identity{User: "alice", Groups: []string{"devs", "system:authenticated"}}
+	bot := subjects.Identity{User: "system:serviceaccount:a:bot", Groups: []string{"system:serviceaccounts"}}
 	for _, tc := range []struct {
 		name string
-		user User
+		user subjects.Identity
 		ns   string
 		want []rbacv1.PolicyRule
 	}{
@@ -113,7 +115,7 @@ func TestFor(t *testing.T) {
 		{"in c: nothing of a's", alice, "c", []rbacv1.PolicyRule{rule("nodes"), rule("pods")}},
 		{"a ServiceAccount without a namespace is the binding namespace's", bot, "a", []rbacv1.PolicyRule{rule("pods")}},
 		{"a ServiceAccount named with its namespace, bound elsewhere", bot, "b", []rbacv1.PolicyRule{rule("secrets")}},
-		{"nobody else", User{Name: "mallory", Groups: []string{"system:authenticated"}}, "a", nil},
+		{"nobody else", subjects.Identity{User: "mallory", Groups: []string{"system:authenticated"}}, "a", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := rulesFor(l, tc.user, tc.ns)

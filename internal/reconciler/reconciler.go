@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/firstpass"
 	"github.com/operator-framework/oria/internal/status"
 )
 
@@ -64,6 +65,7 @@ type Steps[T client.Object, P, R any] interface {
 // Reconcile runs s for the object named in req, read with c (the cache).
 func Reconcile[T client.Object, P, R any](ctx context.Context, req ctrl.Request, c client.Reader, s Steps[T, P, R]) (result ctrl.Result, retErr error) {
 	obj := s.New()
+	defer firstpass.Observe(ctx, obj, req.NamespacedName)
 	if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, s.Cleanup(ctx, req.Name)

@@ -1,9 +1,12 @@
 // Package subjects is the one definition of how oria reads the subjects of
 // its objects (ScopeTemplate.spec.bindingTemplate.subjects,
 // RBACPolicy.spec.subjects): which ones a binding can name, and how they look
-// once the API server has stored them. The controllers, the RBACPolicy
-// compiler and the admission guard all use it, so a subject is judged the
-// same way everywhere.
+// once the API server has stored them; and who a subject is to the API
+// server's authorizer (Identity: a ServiceAccount as a user is spelled only
+// here, ServiceAccountUser). The controllers, the RBACPolicy compiler, the
+// permission checker (internal/authz), the RBAC rules in memory
+// (internal/rbacrules) and the kubectl plugin all use it, so a subject is
+// judged the same way everywhere.
 package subjects
 
 import (

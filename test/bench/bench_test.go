@@ -229,7 +229,7 @@ func TestRender(t *testing.T) {
 	}
 	out := strings.Join(strings.Fields(b.String()), " ") // columns' widths vary
 	for _, want := range []string{
-		"200 extensions x 5 CRDs, 2000 namespaces (+100 new), scale 10 x 5000, guard 100 namespaces x 50 writes, idle 120s; oria's client: qps 500, burst 1000; floor: 32 workers, create",
+		"200 extensions x 5 CRDs, 2000 namespaces (+100 new), scale 10 x 5000, guard 100 namespaces x 50 writes, expiry 0 grants + 1 of 0 namespaces (wait 0s), idle 120s; oria's client: qps 500, burst 1000; floor: 32 workers, create",
 		"9.00s 250ms 7.50s 1.20 6.00s 1.50", // extensions: oria, first, floor, ratio, floor@qps, ratio@qps
 		"4200 (PATCH 4200; 7 got 409) 4001", "80 MB", "4.2s (floor 1.5s) 9.0s (floor 3.0s)",
 		"TIMEOUT", "fanout: 1999 of 2000",
@@ -278,7 +278,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	c, err = parseFlags(nil, io.Discard)
 	if err != nil || c.extensions != 200 || c.namespaces != 2000 || c.scaleInstances != 10 || c.scaleNamespaces != 5000 ||
-		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioFanoutPublish, scenarioIdle}) ||
+		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioFanoutPublish, scenarioExpiry, scenarioIdle}) ||
 		c.repeat != 5 || !c.floorWarmup {
 		t.Errorf("defaults = %+v, %v", c, err)
 	}
@@ -295,7 +295,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	c, err = parseFlags([]string{"-qps=500", "-scenarios=scale,all"}, io.Discard)
 	if err != nil || c.qps != 500 || c.burst != 1000 || !c.oriaLimit ||
-		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioFanoutPublish, scenarioScale, scenarioIdle}) {
+		!reflect.DeepEqual(c.scenarios, []string{scenarioExtensions, scenarioFanout, scenarioFanoutPublish, scenarioScale, scenarioExpiry, scenarioIdle}) {
 		t.Errorf("-qps=500 -scenarios=scale,all: %+v, %v", c, err)
 	}
 	for _, bad := range [][]string{{"-scenarios=nope"}, {"-extensions=0"}, {"-qps=0"}, {"-scale-instances=0"}, {"-repeat=0"}, {"-guard-writes=0"}, {"-guard-namespaces=0"}, {"extra"}} {

@@ -238,6 +238,15 @@ func (f *floor) createClusterRole(ctx context.Context, cr *rbacv1.ClusterRole) e
 // len(instances) ScopeInstances of template binding role to subjects in
 // every namespace.
 func (f *floor) roleBindings(ctx context.Context, namespaces, instances []string, template, role string, subjects []rbacv1.Subject) (time.Duration, error) {
+	rbs := floorRoleBindings(namespaces, instances, template, role, subjects)
+	return f.run(ctx, roleBindingsGVR, len(rbs), len(rbs), func(ctx context.Context, i int) error {
+		return f.createRoleBinding(ctx, rbs[i])
+	})
+}
+
+// floorRoleBindings returns the floor's copies of the RoleBindings oria
+// writes for instances of template binding role to subjects in namespaces.
+func floorRoleBindings(namespaces, instances []string, template, role string, subjects []rbacv1.Subject) []*rbacv1.RoleBinding {
 	var rbs []*rbacv1.RoleBinding
 	for _, name := range instances {
 		inst := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: name, UID: floorUID}}
@@ -246,17 +255,20 @@ func (f *floor) roleBindings(ctx context.Context, namespaces, instances []string
 	for _, rb := range rbs {
 		floorObject(rb)
 	}
-	return f.run(ctx, roleBindingsGVR, len(rbs), len(rbs), func(ctx context.Context, i int) error {
-		rb := rbs[i] // the clientset does not change what it sends
-		if f.apply {
-			return applyJSON(rb, func(data []byte) error {
-				_, err := f.cs.RbacV1().RoleBindings(rb.Namespace).Patch(ctx, rb.Name, types.ApplyPatchType, data, applyOptions)
-				return err
-			})
-		}
-		_, err := f.cs.RbacV1().RoleBindings(rb.Namespace).Create(ctx, rb, metav1.CreateOptions{})
-		return err
-	})
+	return rbs
+}
+
+// createRoleBinding creates rb (the clientset does not change what it
+// sends), or applies it with -floor-apply.
+func (f *floor) createRoleBinding(ctx context.Context, rb *rbacv1.RoleBinding) error {
+	if f.apply {
+		return applyJSON(rb, func(data []byte) error {
+			_, err := f.cs.RbacV1().RoleBindings(rb.Namespace).Patch(ctx, rb.Name, types.ApplyPatchType, data, applyOptions)
+			return err
+		})
+	}
+	_, err := f.cs.RbacV1().RoleBindings(rb.Namespace).Create(ctx, rb, metav1.CreateOptions{})
+	return err
 }
 
 var applyOptions = metav1.PatchOptions{FieldManager: "bench-floor", Force: ptr(true)}

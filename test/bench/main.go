@@ -35,6 +35,7 @@ type config struct {
 	extensions, crds, namespaces, newNamespaces, idleSeconds int
 	scaleInstances, scaleNamespaces                          int
 	guardNamespaces, guardWrites                             int
+	expiryGrants, expiryNamespaces, expiryWaitSeconds        int
 	// qps and burst are oria's client limit (a negative qps: none);
 	// oriaLimit is set when -qps or -burst was given, and oria then gets
 	// them as flags (else it runs with its defaults, which they equal).
@@ -48,13 +49,15 @@ type config struct {
 	floorWarmup                                bool
 	oriaBin, outDir                            string
 	oriaArgs                                   []string
+	// at are the rows at size (atsize.go).
+	at AtSizes
 }
 
 // quickPreset are the sizes of -quick, applied to the flags not given
 // explicitly.
 var quickPreset = map[string]string{
 	"extensions": "20", "crds-per-extension": "5", "namespaces": "200", "new-namespaces": "20", "idle-seconds": "15",
-	"scale-namespaces": "500",
+	"scale-namespaces": "500", "expiry-namespaces": "200", "expiry-wait-seconds": "10",
 }
 
 func parseFlags(args []string, out io.Writer) (*config, error) {
@@ -72,6 +75,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.scaleNamespaces, "scale-namespaces", 5000, "Scenario scale: namespaces (oria creates I x this many RoleBindings).")
 	fs.IntVar(&c.guardNamespaces, "guard-namespaces", 100, "Scenario guard: namespaces the delegated user's ScopeInstance lists.")
 	fs.IntVar(&c.guardWrites, "guard-writes", 50, "Scenario guard: timed writes of each object, with the guard on and with it off.")
+	fs.IntVar(&c.expiryGrants, "expiry-grants", 100, "Scenario expiry: time-bound grants of one namespace each, expiring together with the large one.")
+	fs.IntVar(&c.expiryNamespaces, "expiry-namespaces", 2000, "Scenario expiry: namespaces of the large time-bound grant.")
+	fs.IntVar(&c.expiryWaitSeconds, "expiry-wait-seconds", 30, "Scenario expiry: seconds to count oria's writes while the grants wait for an expiry an hour away.")
 	fs.Float64Var(&c.qps, "qps", manager.DefaultKubeAPIQPS,
 		"oria's --kube-api-qps (default: oria's, -1 = no client-side limit); a positive value is also measured as a second floor.")
 	fs.IntVar(&c.burst, "burst", manager.DefaultKubeAPIBurst, "oria's --kube-api-burst (default: oria's), for a positive -qps.")
@@ -80,8 +86,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.repeat, "repeat", 5, "Rounds of the extensions, fanout and fanout-publish rows (floor, then oria, each round); a row shows the median round. The scale row runs once.")
 	fs.BoolVar(&c.floorWarmup, "floor-warmup", true, "Run the floor without a client-side limit once, untimed, before timing it, so that it starts like oria's phase: right after the row's objects were created and deleted once.")
 	fs.BoolVar(&c.floorApply, "floor-apply", false, "The floor writes with server-side apply, as oria does, instead of create.")
-	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, fanout-publish, scale, guard, idle; all = extensions, fanout, fanout-publish, idle.")
-	quick := fs.Bool("quick", false, "Small sizes for a fast run: -extensions=20 -crds-per-extension=5 -namespaces=200 -new-namespaces=20 -idle-seconds=15 -scale-namespaces=500 (explicit flags win).")
+	scen := fs.String("scenarios", "all", "Comma-separated scenarios to run: extensions, fanout, fanout-publish, scale, guard, expiry, restart, sizing, idle; all = extensions, fanout, fanout-publish, expiry, idle.")
+	quick := fs.Bool("quick", false, "Small sizes for a fast run: -extensions=20 -crds-per-extension=5 -namespaces=200 -new-namespaces=20 -idle-seconds=15 -scale-namespaces=500 -expiry-namespaces=200 -expiry-wait-seconds=10 (explicit flags win).")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "Bound on each wait: convergence, and the settling of the cluster before a timed phase.")
 	fs.BoolVar(&c.failOnTarget, "fail-on-target", false, "Exit non-zero when a target is missed (always non-zero when a scenario does not converge).")
 	fs.BoolVar(&c.profile, "profile", false, "Save oria's CPU and heap profiles of each scenario, and the kube-apiserver's CPU and heap profiles of each timed phase (floors included), under the output folder.")
@@ -89,6 +95,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.oriaBin, "oria", filepath.Join(root, "bin", "oria"), "The oria binary (make build).")
 	fs.StringVar(&c.outDir, "out", filepath.Join(root, ".bench"), "Output folder for results, oria's log and profiles.")
 	oriaArgs := fs.String("oria-args", "", "Extra space-separated flags for oria, e.g. --max-concurrent-reconciles=8.")
+	c.at.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -99,10 +106,12 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	c.oriaLimit = set["qps"] || set["burst"]
 	if *quick {
-		for name, v := range quickPreset {
-			if !set[name] {
-				if err := fs.Set(name, v); err != nil {
-					return nil, err
+		for _, preset := range []map[string]string{quickPreset, atSizeQuick} {
+			for name, v := range preset {
+				if !set[name] {
+					if err := fs.Set(name, v); err != nil {
+						return nil, err
+					}
 				}
 			}
 		}
@@ -117,16 +126,20 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		"floor-workers": c.floorWorkers, "schema-kb": c.schemaKB, "burst": c.burst,
 		"scale-instances": c.scaleInstances, "scale-namespaces": c.scaleNamespaces, "repeat": c.repeat,
 		"guard-namespaces": c.guardNamespaces, "guard-writes": c.guardWrites,
+		"expiry-grants": c.expiryGrants, "expiry-namespaces": c.expiryNamespaces,
 	} {
 		if v < 1 {
 			return nil, fmt.Errorf("invalid -%s %d: must be at least 1", name, v)
 		}
 	}
-	if c.newNamespaces < 0 || c.idleSeconds < 0 || c.qps == 0 {
-		return nil, errors.New("-new-namespaces and -idle-seconds must be >= 0, -qps > 0 or -1 (no client-side limit)")
+	if c.newNamespaces < 0 || c.idleSeconds < 0 || c.expiryWaitSeconds < 0 || c.qps == 0 {
+		return nil, errors.New("-new-namespaces, -idle-seconds and -expiry-wait-seconds must be >= 0, -qps > 0 or -1 (no client-side limit)")
 	}
 	if c.qps < 0 {
 		c.qps = manager.NoClientRateLimit
+	}
+	if err := c.at.check(root); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -145,7 +158,7 @@ func parseScenarios(value string) ([]string, error) {
 		case slices.ContainsFunc(scenarios, func(x scenario) bool { return x.name == s }):
 			want[s] = true
 		default:
-			return nil, fmt.Errorf("invalid -scenarios %q: unknown scenario %q (want extensions, fanout, fanout-publish, scale, guard, idle or all)", value, s)
+			return nil, fmt.Errorf("invalid -scenarios %q: unknown scenario %q (want extensions, fanout, fanout-publish, scale, guard, expiry, restart, sizing, idle or all)", value, s)
 		}
 	}
 	var out []string
@@ -182,8 +195,9 @@ func run(args []string) int {
 		Extensions: cfg.extensions, CRDsPerExtension: cfg.crds, Namespaces: cfg.namespaces, NewNamespaces: cfg.newNamespaces,
 		ScaleInstances: cfg.scaleInstances, ScaleNamespaces: cfg.scaleNamespaces,
 		GuardNamespaces: cfg.guardNamespaces, GuardWrites: cfg.guardWrites,
+		ExpiryGrants: cfg.expiryGrants, ExpiryNamespaces: cfg.expiryNamespaces, ExpiryWaitSeconds: cfg.expiryWaitSeconds,
 		IdleSeconds: cfg.idleSeconds, QPS: cfg.qps, Burst: cfg.burst, FloorWorkers: cfg.floorWorkers, FloorApply: cfg.floorApply, FloorWarmup: cfg.floorWarmup, Repeat: cfg.repeat,
-		Scenarios: cfg.scenarios, OriaBinary: cfg.oriaBin, OriaArgs: cfg.oriaArgs,
+		Scenarios: cfg.scenarios, OriaBinary: cfg.oriaBin, OriaArgs: cfg.oriaArgs, AtSize: cfg.at,
 	}}
 	start := time.Now()
 	logf := func(format string, args ...any) {
@@ -255,19 +269,29 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 		args = []string{fmt.Sprintf("--kube-api-qps=%g", cfg.qps), fmt.Sprintf("--kube-api-burst=%d", cfg.burst)}
 	}
 	args = append(append(args, cluster.OriaFlags()...), cfg.oriaArgs...)
+	if report.Config.AtSize.GoMemLimitBytes, err = applyMemoryLimit(cfg.at.MemoryLimitBytes); err != nil {
+		return err
+	}
 	logPath := filepath.Join(cfg.outDir, "oria.log")
 	logf("starting %s %s (log: %s)", cfg.oriaBin, strings.Join(args, " "), logPath)
 	oria, err := startOria(ctx, cfg, cluster.Kubeconfig, logPath, args...)
 	if err != nil {
 		return err
 	}
+	// The restart scenario replaces the process (b.oria): the one running
+	// at the end is stopped.
+	var b *bench
 	defer func() {
 		logf("stopping oria")
+		if b != nil {
+			oria = b.oria
+		}
 		oria.Stop()
 	}()
 
-	b := &bench{
+	b = &bench{
 		cfg: cfg, admin: admin, restConfig: cluster.Config, watch: watch, dyn: dyn, oria: oria, report: report, logf: logf,
+		cluster: cluster, oriaFlags: args,
 		mem:    newSampler(ctx, oria.Pid(), 100*time.Millisecond),
 		cpPIDs: childPIDs("etcd", "kube-apiserver"),
 	}
@@ -286,6 +310,12 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 			}
 			b.floors = append(b.floors, f)
 		}
+		if cfg.at.ApplyFloor {
+			if b.applyFloor, err = newFloor(cluster.Config, manager.NoClientRateLimit, cfg.burst, cfg.at.ApplyFloorWorkers, cfg.timeout, false); err != nil {
+				return err
+			}
+			b.applyFloor.name = fmt.Sprintf("%d workers from the apply, cold", cfg.at.ApplyFloorWorkers)
+		}
 	}
 	defer func() { report.PeakRSS = b.mem.overallPeak() }()
 	for _, s := range scenarios {
@@ -297,8 +327,8 @@ func execute(ctx context.Context, cfg *config, report *Report, logf func(string,
 			return fmt.Errorf("scenario %s: %w", s.name, err)
 		}
 	}
-	if oria.Exited() {
-		return errors.New("oria exited during the run; see " + logPath)
+	if b.oria.Exited() {
+		return errors.New("oria exited during the run; see " + b.oria.LogPath)
 	}
 	return nil
 }

@@ -28,6 +28,11 @@ func startOria(ctx context.Context, cfg *config, kubeconfig, logPath string, arg
 	if err != nil {
 		return nil, err
 	}
+	return wrapOria(proc, cfg), nil
+}
+
+// wrapOria is the benchmark's view of a running oria process.
+func wrapOria(proc *oriaproc.Process, cfg *config) *oriaProcess {
 	return &oriaProcess{
 		Process:   proc,
 		metrics:   metrics{url: proc.MetricsURL, client: &http.Client{Timeout: 10 * time.Second}},
@@ -35,7 +40,7 @@ func startOria(ctx context.Context, cfg *config, kubeconfig, logPath string, arg
 		profile:   cfg.profile,
 		seconds:   cfg.profileSeconds,
 		profiling: make(chan struct{}, 1),
-	}, nil
+	}
 }
 
 // startCPUProfile saves a -profile-seconds CPU profile of the scenario in the
@@ -46,6 +51,22 @@ func (p *oriaProcess) startCPUProfile(ctx context.Context, name string) {
 			_ = p.saveProfile(ctx, fmt.Sprintf("profile?seconds=%d", p.seconds), name+"-cpu.pb.gz", time.Duration(p.seconds+15)*time.Second)
 		})
 	}
+}
+
+// startCPUProfileAtStart is startCPUProfile for a process just launched:
+// it asks until oria's pprof endpoint answers (at most 30 s), so that the
+// profile covers its start.
+func (p *oriaProcess) startCPUProfileAtStart(ctx context.Context, name string) {
+	if !p.profile {
+		return
+	}
+	goAlone(p.profiling, func() {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && !p.Exited(); time.Sleep(20 * time.Millisecond) {
+			if err := p.saveProfile(ctx, fmt.Sprintf("profile?seconds=%d", p.seconds), name+"-cpu.pb.gz", time.Duration(p.seconds+15)*time.Second); err == nil {
+				return
+			}
+		}
+	})
 }
 
 // goAlone runs fn in a goroutine unless another fn holding busy (a channel

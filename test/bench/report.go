@@ -44,7 +44,12 @@ type Sizes struct {
 	// GuardNamespaces and GuardWrites are the guard scenario's sizes.
 	GuardNamespaces int `json:"guardNamespaces,omitempty"`
 	GuardWrites     int `json:"guardWrites,omitempty"`
-	IdleSeconds     int `json:"idleSeconds"`
+	// ExpiryGrants, ExpiryNamespaces and ExpiryWaitSeconds are the expiry
+	// scenario's sizes.
+	ExpiryGrants      int `json:"expiryGrants,omitempty"`
+	ExpiryNamespaces  int `json:"expiryNamespaces,omitempty"`
+	ExpiryWaitSeconds int `json:"expiryWaitSeconds,omitempty"`
+	IdleSeconds       int `json:"idleSeconds"`
 	// QPS and Burst are oria's client limit; a negative QPS: none.
 	QPS          float64  `json:"qps"`
 	Burst        int      `json:"burst"`
@@ -55,6 +60,8 @@ type Sizes struct {
 	Scenarios    []string `json:"scenarios"`
 	OriaBinary   string   `json:"oriaBinary"`
 	OriaArgs     []string `json:"oriaArgs,omitempty"`
+	// AtSize are the sizes of the rows at size (issue 34; atsize.go).
+	AtSize AtSizes `json:"atSize"`
 }
 
 // Result is one row of the table.
@@ -78,6 +85,16 @@ type Result struct {
 	// than one (-repeat); the row's own figures are the median round's
 	// (see measureRounds).
 	Rounds []Round `json:"rounds,omitempty"`
+	// ApplyFloorSeconds is the floor from the user's apply (-apply-floor:
+	// a few plain workers, cold, clocked from the same create of the
+	// ScopeInstances through the guard as oria; applyfloor.go); Breakdown
+	// is where the row's time went, oria's and that floor's.
+	ApplyFloorSeconds float64    `json:"applyFloorSeconds,omitempty"`
+	Breakdown         *Breakdown `json:"breakdown,omitempty"`
+	// Runs are the restart scenario's runs of the row (restart.go), Sizing
+	// a sizing row's measurements (sizing.go).
+	Runs   []RestartRun `json:"runs,omitempty"`
+	Sizing *SizingStep  `json:"sizing,omitempty"`
 	// FirstSeconds is the time until oria's first object arrived: how long
 	// oria takes to react, before its writes' throughput counts.
 	FirstSeconds float64 `json:"firstSeconds,omitempty"`
@@ -159,8 +176,9 @@ func (r *Report) render(w io.Writer) error {
 	if c.FloorApply {
 		method = "server-side apply"
 	}
-	fmt.Fprintf(w, "sizes: %d extensions x %d CRDs, %d namespaces (+%d new), scale %d x %d, guard %d namespaces x %d writes, idle %ds; oria's client: %s; floor: %d workers, %s\n",
-		c.Extensions, c.CRDsPerExtension, c.Namespaces, c.NewNamespaces, c.ScaleInstances, c.ScaleNamespaces, c.GuardNamespaces, c.GuardWrites, c.IdleSeconds,
+	fmt.Fprintf(w, "sizes: %d extensions x %d CRDs, %d namespaces (+%d new), scale %d x %d, guard %d namespaces x %d writes, expiry %d grants + 1 of %d namespaces (wait %ds), idle %ds; oria's client: %s; floor: %d workers, %s\n",
+		c.Extensions, c.CRDsPerExtension, c.Namespaces, c.NewNamespaces, c.ScaleInstances, c.ScaleNamespaces, c.GuardNamespaces, c.GuardWrites,
+		c.ExpiryGrants, c.ExpiryNamespaces, c.ExpiryWaitSeconds, c.IdleSeconds,
 		fmtLimit(c.QPS, c.Burst), c.FloorWorkers, method)
 	warm := ", timed cold"
 	if c.FloorWarmup {
@@ -172,12 +190,18 @@ func (r *Report) render(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tobjects\toria\tfirst\tfloor\tratio\tfloor@qps\tratio@qps\tp50\tp99\tmax\twrites\treads (GET)\tpeak RSS\toria CPU\tapiserver+etcd CPU")
 	for _, x := range r.Results {
+		if x.Sizing != nil {
+			continue // a table of its own (renderAtSize)
+		}
 		objects, conv, first, p50, p99, pmax := "-", "-", "-", "-", "-", "-"
 		if x.Objects > 0 {
 			objects = fmt.Sprint(x.Objects)
 		}
 		if x.Seconds > 0 {
-			conv, first = fmtSeconds(x.Seconds), fmtSeconds(x.FirstSeconds)
+			conv = fmtSeconds(x.Seconds)
+		}
+		if x.FirstSeconds > 0 {
+			first = fmtSeconds(x.FirstSeconds)
 		}
 		switch {
 		case !x.Converged && x.Error != "":
@@ -203,6 +227,9 @@ func (r *Report) render(w io.Writer) error {
 			fmtMB(x.PeakRSS), cpu, cp)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := r.renderAtSize(w); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)

@@ -13,6 +13,8 @@ import (
 type Round struct {
 	Floor float64 `json:"floor,omitempty"`
 	Oria  float64 `json:"oria"`
+	// ApplyFloor is the floor from the user's apply (-apply-floor).
+	ApplyFloor float64 `json:"applyFloor,omitempty"`
 }
 
 // phases are what a row measured in rounds does in each round.
@@ -84,19 +86,32 @@ func mergeRounds(r *Result, rounds []*Result) {
 	*r = *pick
 	r.Name, r.Objects, r.FloorWarmupSeconds = name, objects, warmup
 	r.Rounds = nil
-	var floors []*Result
+	var floors, applyFloors []*Result
 	for _, x := range rounds {
 		if len(rounds) > 1 {
-			r.Rounds = append(r.Rounds, Round{Floor: x.FloorSeconds, Oria: x.Seconds})
+			r.Rounds = append(r.Rounds, Round{Floor: x.FloorSeconds, Oria: x.Seconds, ApplyFloor: x.ApplyFloorSeconds})
 		}
 		r.PeakRSS = max(r.PeakRSS, x.PeakRSS)
 		if x.FloorSeconds > 0 {
 			floors = append(floors, x)
 		}
+		if x.ApplyFloorSeconds > 0 {
+			applyFloors = append(applyFloors, x)
+		}
 	}
 	if len(floors) > 0 {
 		f := medianBy(floors, func(x *Result) float64 { return x.FloorSeconds })
 		r.FloorSeconds, r.FloorControlPlaneCPUSeconds, r.FloorCPUSeconds = f.FloorSeconds, f.FloorControlPlaneCPUSeconds, f.FloorCPUSeconds
+	}
+	if len(applyFloors) > 0 {
+		// The floor from the apply's median round, and where its time went.
+		f := medianBy(applyFloors, func(x *Result) float64 { return x.ApplyFloorSeconds })
+		r.ApplyFloorSeconds = f.ApplyFloorSeconds
+		if f.Breakdown != nil {
+			b := *r.breakdown()
+			b.ApplyFloor = f.Breakdown.ApplyFloor
+			r.Breakdown = &b
+		}
 	}
 }
 
@@ -113,6 +128,9 @@ func describeRounds(rounds []Round) string {
 	parts := make([]string, len(rounds))
 	for i, x := range rounds {
 		parts[i] = fmt.Sprintf("oria %.2fs / floor %.2fs = %.2f", x.Oria, x.Floor, ratio(x.Oria, x.Floor))
+		if x.ApplyFloor > 0 {
+			parts[i] += fmt.Sprintf(" (floor from the apply %.2fs = %.2f)", x.ApplyFloor, ratio(x.Oria, x.ApplyFloor))
+		}
 	}
 	return "rounds: " + strings.Join(parts, "; ")
 }

@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/operator-framework/oria/test/localcluster"
 )
 
 // Scenario names, as given to -scenarios and shown in the table.
@@ -42,6 +44,9 @@ var scenarios = []scenario{
 	{scenarioFanoutPublish, (*bench).fanoutPublish, true},
 	{scenarioScale, (*bench).scale, false},
 	{scenarioGuard, (*bench).guard, false},
+	{scenarioExpiry, (*bench).expiry, true},    // rows expiry-wait, expiry, expiry-large
+	{scenarioRestart, (*bench).restart, false}, // rows restart, takeover-kill, takeover-stop
+	{scenarioSizing, (*bench).sizing, false},
 	{scenarioIdle, (*bench).idle, true},
 }
 
@@ -61,9 +66,20 @@ type bench struct {
 	// floors: without a client-side limit, then at oria's QPS and burst
 	// when oria has a limit; none with -no-floor.
 	floors []*floor
-	oria   *oriaProcess
-	mem    *sampler
-	cpPIDs []int // etcd and kube-apiserver
+	// applyFloor is the floor from the user's apply (-apply-floor;
+	// applyfloor.go), nil without it.
+	applyFloor *floor
+	oria       *oriaProcess
+	// cluster is the local control plane, oriaFlags oria's command line
+	// (the restart scenario starts oria again, and replicas of it).
+	cluster   *localcluster.Cluster
+	oriaFlags []string
+	// leaseRenewals is set while oria runs with leader election: the
+	// leader's Lease updates (a PUT every retry period) are not activity
+	// (waitQuiet).
+	leaseRenewals bool
+	mem           *sampler
+	cpPIDs        []int // etcd and kube-apiserver
 	// apiserver collects the API server's garbage before timed phases
 	// and profiles it (-profile).
 	apiserver *apiserver
@@ -180,6 +196,9 @@ func (b *bench) waitQuiet(ctx context.Context, what string) error {
 			return err
 		}
 		_, writes := req.writes()
+		if b.leaseRenewals {
+			writes -= int(req["PUT"])
+		}
 		cp := b.controlPlaneCPU()
 		if !busy && writes == prevWrites && (cp-prevCP)/every.Seconds() < 0.25 {
 			calm++

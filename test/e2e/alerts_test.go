@@ -38,7 +38,7 @@ type alerts map[string][]map[string]string
 //   - a ScopeInstance waiting for its ceiling ServiceAccount while a
 //     namespace is labelled into its selector (ServiceAccountNotFound);
 //   - a ScopeInstance listing a namespace that does not exist;
-//   - an attenuation the admin accepts: a ceiling that holds pods but not
+//   - a ceiling the admin accepts: a ServiceAccount that holds pods but not
 //     secrets (Forbidden), standing across oria's rechecks;
 //   - an extension in conflict with someone else's ClusterRole;
 //   - an extension with an invalid mode (legacy) and a policy for it;
@@ -122,7 +122,7 @@ func TestExampleAlerts(t *testing.T) {
 	time.Sleep(scopeinstance.DefaultRecheckInterval + 5*time.Second) // past a recheck: the refused bindings are tried again
 	shot()
 
-	// Everything is put right; the attenuation by granting the ceiling
+	// Everything is put right; the ceiling by granting its ServiceAccount
 	// secrets (oria retries within its recheck interval).
 	testutil.Create(t, k8sClient, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: saNS, Name: "late"}})
 	testutil.Create(t, k8sClient, testutil.Namespace(nB, nil))
@@ -153,7 +153,7 @@ func TestExampleAlerts(t *testing.T) {
 	// At each scrape from the second on: the healthy cluster; the standing
 	// bad states just reached (pending) and writes refused since the scrape
 	// before; the bad states past a recheck (firing; no write errors for
-	// the accepted attenuation); put right (no alert: the wait for the
+	// the accepted ceiling); put right (no alert: the wait for the
 	// ServiceAccount is not a slow binding); still right.
 	want := []alerts{nil, {}, refused, bad, {}, {}}
 	runPromtool(t, promtool, rules, scrapes, want)

@@ -81,7 +81,7 @@ func TestRevocationLandsWhenTheTemplateIsGone(t *testing.T) {
 }
 
 // TestHeldRulesAreNeverBoundAnew (case 2): an admin's template binds D a
-// role with secrets read. D binds it, attenuated by D's own ServiceAccount,
+// role with secrets read. D binds it under D's own ServiceAccount as a ceiling,
 // in D's namespace, and puts a finalizer on that binding. D then narrows
 // the role's rules to configmaps (which D holds) and, at once, binds the
 // template in victim. The ClusterRole keeps its secrets rules while the
@@ -108,13 +108,13 @@ func TestHeldRulesAreNeverBoundAnew(t *testing.T) {
 		}}
 	require.NoError(t, k8sClient.Create(ctx, tmpl))
 	cleanup(t, tmpl)
-	attenuated := scopeInstance(testutil.UniqueName("held-own"), tmpl.Name, own)
-	attenuated.Spec.ServiceAccount = &oriav1alpha1.ServiceAccountReference{Namespace: own, Name: "sa-d"}
-	require.NoError(t, as.Create(ctx, attenuated), "D may impersonate their own ServiceAccount")
-	cleanup(t, attenuated)
-	instanceReady(t, attenuated, oriav1alpha1.ReasonBound, time.Minute)
+	capped := scopeInstance(testutil.UniqueName("held-own"), tmpl.Name, own)
+	capped.Spec.ServiceAccount = &oriav1alpha1.ServiceAccountReference{Namespace: own, Name: "sa-d"}
+	require.NoError(t, as.Create(ctx, capped), "D may impersonate their own ServiceAccount")
+	cleanup(t, capped)
+	instanceReady(t, capped, oriav1alpha1.ReasonBound, time.Minute)
 	var rbs rbacv1.RoleBindingList
-	require.NoError(t, k8sClient.List(ctx, &rbs, client.InNamespace(own), client.MatchingLabels{oriav1alpha1.LabelScopeInstance: attenuated.Name}))
+	require.NoError(t, k8sClient.List(ctx, &rbs, client.InNamespace(own), client.MatchingLabels{oriav1alpha1.LabelScopeInstance: capped.Name}))
 	require.Len(t, rbs.Items, 1)
 	held := &rbs.Items[0]
 	require.NoError(t, impersonate(t, user).Patch(ctx, held, client.RawPatch(types.MergePatchType,
@@ -156,7 +156,7 @@ func TestHeldRulesAreNeverBoundAnew(t *testing.T) {
 	}, time.Minute, 20*time.Millisecond)
 	t.Logf("the role holds the new rules after %s", time.Since(start))
 	instanceReady(t, inVictim, oriav1alpha1.ReasonBound, time.Minute)
-	instanceReady(t, attenuated, oriav1alpha1.ReasonForbidden, time.Minute)
+	instanceReady(t, capped, oriav1alpha1.ReasonForbidden, time.Minute)
 	time.Sleep(time.Second)
 	stop()
 	<-polled

@@ -233,10 +233,10 @@ var sampleCases = map[string]sampleCase{
 			eventuallyAccess(t, false, serviceAccount("gadget-operator", gadgetSystem, "create", "configmaps", other))
 		},
 	},
-	"scopeinstance-attenuated-ceiling.yaml": {
+	"scopeinstance-ceiling-serviceaccount.yaml": {
 		needs: "nothing.",
 		run: func(t *testing.T) {
-			applySample(t, "scopeinstance-attenuated-ceiling.yaml")
+			applySample(t, "scopeinstance-ceiling-serviceaccount.yaml")
 			ceiling := func(verb, resource, ns string) testutil.Access {
 				a := serviceAccount("widget-ceiling", "widget-system", verb, resource, ns)
 				if resource == "rolebindings" {
@@ -249,11 +249,11 @@ var sampleCases = map[string]sampleCase{
 			eventuallyAccess(t, false, ceiling("get", "secrets", "widgets-a"), ceiling("create", "rolebindings", "default"))
 		},
 	},
-	"scopeinstance-attenuated.yaml": {
-		needs: "scopeinstance-attenuated-ceiling.yaml (the namespaces and the ceiling ServiceAccount widget-system/widget-ceiling, which may pass on pods but not secrets); without the ServiceAccount the instance reports ServiceAccountNotFound and writes nothing.",
+	"scopeinstance-ceiling.yaml": {
+		needs: "scopeinstance-ceiling-serviceaccount.yaml (the namespaces and the ceiling ServiceAccount widget-system/widget-ceiling, which may pass on pods but not secrets); without the ServiceAccount the instance reports ServiceAccountNotFound and writes nothing.",
 		run: func(t *testing.T) {
-			applySample(t, "scopeinstance-attenuated-ceiling.yaml")
-			applySample(t, "scopeinstance-attenuated.yaml")
+			applySample(t, "scopeinstance-ceiling-serviceaccount.yaml")
+			applySample(t, "scopeinstance-ceiling.yaml")
 			operator := func(resource, ns string) testutil.Access {
 				return serviceAccount("widget-operator", "widget-system", "list", resource, ns)
 			}

@@ -21,7 +21,7 @@ import (
 // its ServiceAccount with the installed RBAC alone, and has every
 // controller and the escalation guard do their work: Legacy roles, a
 // FineGrained RBACPolicy, a ScopeInstance that publishes its namespaces and
-// restarts a workload, one attenuated by a ceiling ServiceAccount, the
+// restarts a workload, one under a ceiling ServiceAccount, the
 // guard refusing a user and admitting an admin, and the reverts. Any
 // "forbidden" in oria's log fails it.
 func TestInstalledOria(t *testing.T) {
@@ -99,7 +99,7 @@ func TestInstalledOria(t *testing.T) {
 		assert.NotEmpty(c, d.Spec.Template.Annotations[oriav1alpha1.AnnotationRestartedFor], "the workload was restarted")
 	})
 
-	// Attenuation: bindings written as a ceiling ServiceAccount that holds
+	// A ceiling: bindings written as a ServiceAccount that holds
 	// what it passes on.
 	ceilingNS := testutil.CreateNamespace(t, k8sClient, "ceiling", nil)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ceilingNS, Name: "ceiling"}}
@@ -110,11 +110,11 @@ func TestInstalledOria(t *testing.T) {
 	testutil.Create(t, k8sClient, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ceilingNS, Name: "ceiling"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "ceiling"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ceilingNS, Name: "ceiling"}}})
-	attenuated := testutil.UniqueName("attenuated")
-	testutil.Create(t, k8sClient, testutil.ScopeTemplate(attenuated, []oriav1alpha1.ClusterRoleTemplate{{Name: attenuated, Rules: testutil.PodReaderRules()}},
+	capped := testutil.UniqueName("capped")
+	testutil.Create(t, k8sClient, testutil.ScopeTemplate(capped, []oriav1alpha1.ClusterRoleTemplate{{Name: capped, Rules: testutil.PodReaderRules()}},
 		testutil.ServiceAccount("operator", ceilingNS)))
-	asi := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: attenuated}, Spec: oriav1alpha1.ScopeInstanceSpec{
-		ScopeTemplateName: attenuated, Namespaces: []string{ceilingNS},
+	asi := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: capped}, Spec: oriav1alpha1.ScopeInstanceSpec{
+		ScopeTemplateName: capped, Namespaces: []string{ceilingNS},
 		ServiceAccount: &oriav1alpha1.ServiceAccountReference{Namespace: ceilingNS, Name: "ceiling"}}}
 	testutil.Create(t, k8sClient, asi)
 	wait(asi, oriav1alpha1.ReasonBound)

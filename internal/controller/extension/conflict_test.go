@@ -19,6 +19,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/extension"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/testutil"
 )
@@ -102,15 +103,13 @@ func TestCreateNeverTakesOver(t *testing.T) {
 
 	ceNow := getCE(t, ce.Name)
 	ceNow.Annotations[oriav1alpha1.AnnotationRBACMode] = string(legacy)
-	r := &extension.Reconciler{
-		// A client whose cache shows the extension in Legacy mode: only
-		// this Reconciler acts on it.
-		Client:      modeOverride{Client: e.mgr.GetClient(), ce: ceNow},
-		APIReader:   staleReader{e.mgr.GetAPIReader()},
-		Recorder:    events.NewFakeRecorder(100),
-		DefaultMode: unmanaged,
-	}
-	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: ce.Name}})
+	// A client whose cache shows the extension in Legacy mode: only this
+	// Reconciler acts on it.
+	d := e.deps
+	d.Client, d.APIReader, d.Recorder, d.Memo = modeOverride{Client: e.mgr.GetClient(), ce: ceNow}, staleReader{e.mgr.GetAPIReader()}, events.NewFakeRecorder(100), engine.NewMemo()
+	r, err := extension.New(d, extension.Options{DefaultMode: unmanaged})
+	require.NoError(t, err)
+	_, err = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: ce.Name}})
 	require.Error(t, err)
 	assert.True(t, apierrors.IsAlreadyExists(err), "want AlreadyExists, got %v", err)
 	got := getRole(t, foreignName)

@@ -21,7 +21,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -34,7 +33,6 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/lookup"
-	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/reconciler"
@@ -76,77 +74,53 @@ type Options struct {
 	// ConflictRetryInterval: see DefaultRecheckInterval; zero means the
 	// default.
 	ConflictRetryInterval time.Duration
-	// APIScopes: see Reconciler.APIScopes; nil makes one for the manager.
-	APIScopes *lookup.APIScopes
-	// BundleRoles is the cache of bundle-provided ClusterRoles
-	// (manager.NewBundleRoleCache); nil makes one for the manager.
+}
+
+// Deps are what the controller is built from, each required (New refuses
+// a missing one): controller.SetupAll builds them once per manager, and
+// the integration tests build theirs with the same constructors.
+type Deps struct {
+	// Base: the clients (Client reads the cache: ClusterExtensions,
+	// oria-labelled ClusterRoles, metadata of CRDs installed for
+	// extensions; APIReader a same-name ClusterRole oria did not create),
+	// Events on the ClusterExtension, the engine and the Memo.
+	reconciler.Base
+	// BundleRoles is the cache of bundle-provided ClusterRoles, as
+	// metadata (manager.NewBundleRoleCache), shared with the RBACPolicy
+	// controller.
 	BundleRoles cache.Cache
-	// Engine is the write engine's state shared by one set of controllers
-	// (controller.SetupAll passes one to all); nil makes one of its own.
-	Engine *engine.Engine
-	// Memo: see Reconciler.Memo; nil makes one of its own (tests share it
-	// with a Reconciler they build).
-	Memo *engine.Memo
+	// APIScopes tells cluster-scoped APIs from namespaced ones
+	// (lookup.NewAPIScopesForConfig), shared with the RBACPolicy
+	// controller.
+	APIScopes *lookup.APIScopes
 }
 
 // Reconciler reconciles the ClusterRoles of one ClusterExtension and its
-// RBACManaged condition. Its fields are exported so tests can build one
-// around a wrapped client.
+// RBACManaged condition. Make one with New.
 type Reconciler struct {
-	// Client reads from the cache (ClusterExtensions, oria-labelled
-	// ClusterRoles, metadata of CRDs installed for extensions) and writes.
-	Client client.Client
-	// APIReader reads objects the caches do not hold: a same-name
-	// ClusterRole oria did not create.
-	APIReader client.Reader
-	// BundleRoles reads bundle-provided ClusterRoles (metadata, see
-	// manager.BundleRoleCacheOptions); nil reads them from APIReader.
-	BundleRoles client.Reader
-	// Recorder records Events on the ClusterExtension.
-	Recorder events.EventRecorder
-	// DefaultMode applies when the rbac-mode annotation is absent.
-	DefaultMode oriav1alpha1.RBACMode
-	// ConflictRetryInterval: see DefaultRecheckInterval; zero means the
-	// default.
-	ConflictRetryInterval time.Duration
-	// APIScopes tells cluster-scoped APIs from namespaced ones; nil leaves
-	// them unnamed in the condition.
-	APIScopes *lookup.APIScopes
-	// Engine is the write engine's state this controller shares with the
-	// others of its manager; nil bounds nothing and observes nothing.
-	Engine *engine.Engine
-	// Memo remembers the objects found in conflict for this controller
-	// (see engine.Memo); nil remembers nothing.
-	Memo *engine.Memo
+	Deps
+	opts Options
 }
 
-// SetupWithManager registers the controller with mgr.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	if _, ok := oriav1alpha1.ParseRBACMode(string(opts.DefaultMode)); !ok {
-		return fmt.Errorf("invalid default RBAC mode %q", opts.DefaultMode)
+// New returns the Reconciler of d and o, or an error naming what is
+// missing or wrong.
+func New(d Deps, o Options) (*Reconciler, error) {
+	if _, ok := oriav1alpha1.ParseRBACMode(string(o.DefaultMode)); !ok {
+		return nil, fmt.Errorf("invalid default RBAC mode %q", o.DefaultMode)
 	}
-	bundleCache := opts.BundleRoles
-	var err error
-	if bundleCache == nil {
-		if bundleCache, err = manager.NewBundleRoleCache(mgr); err != nil {
-			return err
-		}
+	if err := reconciler.Check("the ClusterExtension controller", d.Base,
+		reconciler.Need{Name: "the bundle-role cache", Set: d.BundleRoles != nil}, reconciler.Need{Name: "the API scopes", Set: d.APIScopes != nil}); err != nil {
+		return nil, err
 	}
-	r := &Reconciler{
-		Client:                mgr.GetClient(),
-		APIReader:             mgr.GetAPIReader(),
-		BundleRoles:           bundleCache,
-		Recorder:              reconciler.LimitEvents(mgr.GetEventRecorder(RecorderName)),
-		DefaultMode:           opts.DefaultMode,
-		ConflictRetryInterval: opts.ConflictRetryInterval,
-		APIScopes:             opts.APIScopes,
-		Engine:                cmp.Or(opts.Engine, engine.New(nil)),
-		Memo:                  cmp.Or(opts.Memo, engine.NewMemo()),
-	}
-	if r.APIScopes == nil {
-		if r.APIScopes, err = lookup.NewAPIScopesForConfig(mgr.GetConfig()); err != nil {
-			return err
-		}
+	o.ConflictRetryInterval = cmp.Or(o.ConflictRetryInterval, DefaultRecheckInterval)
+	return &Reconciler{Deps: d, opts: o}, nil
+}
+
+// SetupWithManager builds the controller (New) and registers it with mgr.
+func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
+	r, err := New(d, o)
+	if err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -159,11 +133,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		// belongs to the extension its owner label names (old and new
 		// owner on an update). Both are watched as metadata only.
 		WatchesMetadata(lookup.CRDMetadata(), handler.EnqueueRequestsFromMapFunc(toExtension)).
-		WatchesRawSource(source.Kind(bundleCache, lookup.ClusterRoleMetadata(),
+		WatchesRawSource(source.Kind(d.BundleRoles, lookup.ClusterRoleMetadata(),
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 				return toExtension(ctx, o)
 			}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Complete(r)
 }
 
@@ -225,18 +199,21 @@ func (r *Reconciler) Requeue(p *plan, out outcome) time.Duration {
 }
 
 func (r *Reconciler) recheck() time.Duration {
-	return cmp.Or(r.ConflictRetryInterval, DefaultRecheckInterval)
+	return r.opts.ConflictRetryInterval
 }
 
 func (r *Reconciler) writer() *engine.Writer {
 	// The engine's default pool: the roles of an extension with up to 16
 	// APIs go out at once (a pool of 16 took two round trips for a 5-API
 	// extension's 20 roles).
-	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Memo: r.Memo, Engine: r.Engine, Recheck: r.recheck()}
+	return r.Base.Writer(r.recheck(), 0)
 }
 
-// write applies the plan through the engine: generated roles first, then
-// hand-overs of roles the bundle adopted, bundle labels, then deletions.
+// write applies the plan through the engine: generated roles first
+// (engine.Ensure, engine/ensure.go), then hand-overs of roles the bundle
+// adopted (engine.HandOverAll, engine/handover.go), bundle labels
+// (engine.Apply, engine/apply.go), then deletions (engine.Delete,
+// engine/delete.go).
 func (r *Reconciler) write(ctx context.Context, p *plan) outcome {
 	if !p.valid {
 		return outcome{}

@@ -15,6 +15,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/controller/extension"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/testutil"
 )
@@ -39,8 +40,11 @@ func TestModeSwitchCost(t *testing.T) {
 	ceNow.Annotations[oriav1alpha1.AnnotationRBACMode] = string(legacy)
 	c, writes := testutil.CountingClient(modeOverride{Client: e.mgr.GetClient(), ce: ceNow})
 	rec := events.NewFakeRecorder(100)
-	r := &extension.Reconciler{Client: c, APIReader: e.mgr.GetAPIReader(), Recorder: rec, DefaultMode: unmanaged}
-	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: ce.Name}})
+	d := e.deps
+	d.Client, d.Recorder, d.Memo = c, rec, engine.NewMemo()
+	r, err := extension.New(d, extension.Options{DefaultMode: unmanaged})
+	require.NoError(t, err)
+	_, err = r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: ce.Name}})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		for _, name := range roleNames(crds) {

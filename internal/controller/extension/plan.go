@@ -64,7 +64,7 @@ type plan struct {
 // decides the writes with the pure functions of roles.go.
 func (r *Reconciler) Gather(ctx context.Context, ce *ocv1.ClusterExtension) (*plan, error) {
 	annotation, annotated := ce.Annotations[oriav1alpha1.AnnotationRBACMode]
-	mode, valid := oriav1alpha1.EffectiveRBACMode(ce.Annotations, r.DefaultMode)
+	mode, valid := oriav1alpha1.EffectiveRBACMode(ce.Annotations, r.opts.DefaultMode)
 	p := &plan{ext: Extension{Name: ce.Name, UID: ce.UID, Namespace: ce.Spec.Namespace}, mode: mode, annotated: annotated, annotation: annotation, valid: valid}
 	if !valid {
 		return p, nil
@@ -73,7 +73,7 @@ func (r *Reconciler) Gather(ctx context.Context, ce *ocv1.ClusterExtension) (*pl
 	if p.crds, err = lookup.ExtensionCRDs(ctx, r.Client, ce.Name); err != nil {
 		return nil, err
 	}
-	if mode == oriav1alpha1.RBACModeLegacy && r.APIScopes != nil && len(p.crds) > 0 {
+	if mode == oriav1alpha1.RBACModeLegacy && len(p.crds) > 0 {
 		var unknown []string
 		if p.clusterScoped, unknown, err = r.APIScopes.ClusterScoped(p.crds); err != nil {
 			return nil, err
@@ -120,16 +120,11 @@ func (r *Reconciler) Gather(ctx context.Context, ce *ocv1.ClusterExtension) (*pl
 }
 
 // bundleRoles lists the ClusterRoles operator-controller installed for the
-// named extension, from the bundle-role cache (or, for a Reconciler built
-// without one, from the API server).
+// named extension, from the bundle-role cache.
 func (r *Reconciler) bundleRoles(ctx context.Context, name string) ([]metav1.PartialObjectMetadata, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("ClusterRoleList"))
-	reader := r.BundleRoles
-	if reader == nil {
-		reader = r.APIReader
-	}
-	if err := reader.List(ctx, list, client.MatchingLabels(olm.OwnerLabels(name))); err != nil {
+	if err := r.BundleRoles.List(ctx, list, client.MatchingLabels(olm.OwnerLabels(name))); err != nil {
 		return nil, fmt.Errorf("listing the bundle-provided ClusterRoles of ClusterExtension %q: %w", name, err)
 	}
 	return list.Items, nil

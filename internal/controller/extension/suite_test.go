@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller"
 	"github.com/operator-framework/oria/internal/controller/extension"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/lookup"
@@ -43,9 +44,24 @@ func TestMain(m *testing.M) {
 
 // env is one running manager with only this package's controller.
 type env struct {
-	mgr  ctrl.Manager
+	mgr ctrl.Manager
+	// deps are the controller's, as controller.SetupAll makes them: a
+	// Reconciler a test builds shares them (its Memo, as the controller's
+	// memory of conflicts).
+	deps extension.Deps
 	opts extension.Options
 	stop func()
+}
+
+// reconcilerOn returns a Reconciler of e's dependencies and options, with
+// c as its client and a fake recorder.
+func (e *env) reconcilerOn(t *testing.T, c client.Client) *extension.Reconciler {
+	t.Helper()
+	d := e.deps
+	d.Client, d.Recorder = c, events.NewFakeRecorder(100)
+	r, err := extension.New(d, e.opts)
+	require.NoError(t, err)
+	return r
 }
 
 // startManager runs a manager with the extension controller until the test
@@ -57,13 +73,14 @@ func startManager(t *testing.T, opts extension.Options) *env {
 	// The controller runs with oria's own RBAC, not as cluster-admin.
 	cfg, err := testutil.OriaConfig(context.Background(), cluster, k8sClient)
 	require.NoError(t, err)
-	if opts.Memo == nil {
-		// Shared with the Reconcilers a test builds (assertQuiet), as the
-		// controller's memory of conflicts.
-		opts.Memo = engine.NewMemo()
-	}
+	var deps extension.Deps
 	mgr, stopMgr, err := testutil.StartManager(cfg, func(m ctrl.Manager) error {
-		return extension.SetupWithManager(m, opts)
+		s, err := controller.NewShared(m, engine.Unobserved)
+		if err != nil {
+			return err
+		}
+		deps = s.ExtensionDeps(m)
+		return extension.SetupWithManager(m, deps, opts)
 	})
 	require.NoError(t, err)
 	stopped := false
@@ -75,7 +92,7 @@ func startManager(t *testing.T, opts extension.Options) *env {
 		stopMgr()
 	}
 	t.Cleanup(stop)
-	return &env{mgr: mgr, opts: opts, stop: stop}
+	return &env{mgr: mgr, deps: deps, opts: opts, stop: stop}
 }
 
 // newExtension creates a ClusterExtension (annotated with mode unless mode
@@ -284,13 +301,7 @@ func assertQuiet(t *testing.T, e *env, name string) {
 	t.Helper()
 	waitCacheSynced(t, e, name)
 	c, writes := testutil.CountingClient(e.mgr.GetClient())
-	r := &extension.Reconciler{
-		Client:      c,
-		APIReader:   e.mgr.GetAPIReader(),
-		Recorder:    events.NewFakeRecorder(100),
-		DefaultMode: e.opts.DefaultMode,
-		Memo:        e.opts.Memo,
-	}
+	r := e.reconcilerOn(t, c)
 	testutil.Quiet(t, r, writes, ctrl.Request{NamespacedName: types.NamespacedName{Name: name}}, 3)
 }
 

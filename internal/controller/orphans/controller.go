@@ -53,9 +53,24 @@ type Options struct {
 	// MaxConcurrentReconciles is the number of workers
 	// (DefaultMaxConcurrentReconciles when 0).
 	MaxConcurrentReconciles int
-	// Engine is the write engine's state shared by one set of controllers
-	// (controller.SetupAll passes one to all); nil makes one of its own.
+}
+
+// Deps are what the sweep is built from, each required (New refuses a
+// missing one): controller.SetupAll builds them once per manager.
+type Deps struct {
+	// Client reads from the cache and deletes.
+	Client client.Client
+	// APIReader reads from the API server: a suspect and its owner are read
+	// again there before anything is deleted.
+	APIReader client.Reader
+	// Engine is the write engine's state this controller shares with the
+	// others of its manager.
 	Engine *engine.Engine
+	// Owners is the cache's view of the owners (NewCachedOwners).
+	Owners Owners
+	// Bindings looks up an instance's cached bindings by index: the
+	// dependents of a deleted instance.
+	Bindings *lookup.InstanceBindings
 }
 
 // Request names one object to judge: its kind (Kind* constants) and key.
@@ -64,18 +79,18 @@ type Request struct {
 	types.NamespacedName
 }
 
-// Reconciler deletes the orphans among oria's objects.
+// Reconciler deletes the orphans among oria's objects. Make one with New.
 type Reconciler struct {
-	// Client reads from the cache and deletes.
-	Client client.Client
-	// APIReader reads from the API server: a suspect and its owner are read
-	// again there before anything is deleted.
-	APIReader client.Reader
-	// Owners is the cache's view of the owners (CachedOwners).
-	Owners Owners
-	// Engine is the write engine's state this controller shares with the
-	// others of its manager; nil bounds nothing and observes nothing.
-	Engine *engine.Engine
+	Deps
+}
+
+// New returns the Reconciler of d, or an error naming a missing
+// dependency.
+func New(d Deps) (*Reconciler, error) {
+	if d.Client == nil || d.APIReader == nil || d.Engine == nil || d.Owners == nil || d.Bindings == nil {
+		return nil, errors.New("the orphan sweep needs a client, an API reader, the write engine, the owners and the binding index")
+	}
+	return &Reconciler{Deps: d}, nil
 }
 
 // judged describes one judged kind: an empty object to read into, and its
@@ -102,24 +117,13 @@ var judgedKinds = map[string]judged{
 	KindScopeInstance:      judgedKind(KindScopeInstance, func() *oriav1alpha1.ScopeInstance { return &oriav1alpha1.ScopeInstance{} }),
 }
 
-// SetupWithManager registers the controller with mgr.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	ctx := context.Background()
-	owners, err := NewCachedOwners(ctx, mgr.GetCache())
+// SetupWithManager builds the sweep (New) and registers it with mgr.
+func SetupWithManager(mgr ctrl.Manager, deps Deps, o Options) error {
+	r, err := New(deps)
 	if err != nil {
 		return err
 	}
-	bindings, err := lookup.NewInstanceBindings(ctx, mgr.GetCache())
-	if err != nil {
-		return err
-	}
-	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Owners:    owners,
-		Engine:    cmp.Or(opts.Engine, engine.New(nil)),
-	}
-	d := dependents{client: mgr.GetClient(), bindings: bindings}
+	d := dependents{client: deps.Client, bindings: deps.Bindings}
 	c := mgr.GetCache()
 	return builder.TypedControllerManagedBy[Request](mgr).
 		Named(ControllerName).
@@ -131,7 +135,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		// RBACPolicies are owners only; watching them also makes the
 		// controller wait for their store before it judges anything.
 		WatchesRawSource(source.TypedKind(c, &oriav1alpha1.RBACPolicy{}, handle[*oriav1alpha1.RBACPolicy](r, "", d.ofPolicy))).
-		WithOptions(controller.TypedOptions[Request]{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
+		WithOptions(controller.TypedOptions[Request]{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Complete(r)
 }
 
@@ -185,8 +189,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (ctrl.Result, e
 	return ctrl.Result{}, nil
 }
 
+// writer is the engine's writer of one deletion (engine.Delete,
+// engine/delete.go).
 func (r *Reconciler) writer() *engine.Writer {
-	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Engine: r.Engine, Workers: 1}
+	return &engine.Writer{Client: r.Client, Revoker: r.Client, Reader: r.APIReader, Cache: r.Client, Engine: r.Engine, Workers: 1}
 }
 
 // suspect reports whether obj (of the judged kind) may be an orphan, on

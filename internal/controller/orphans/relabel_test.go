@@ -43,7 +43,7 @@ func TestRelabelEarlierObjects(t *testing.T) {
 		return apierrors.IsNotFound(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(orphan), orphan.DeepCopyObject().(client.Object)))
 	}, 2*time.Second, testutil.Interval, "the orphan an earlier oria made is invisible until it is relabelled")
 
-	r := &manager.Relabel{Reader: k8sClient, Writer: &engine.Writer{Client: k8sClient}, Log: logr.Discard()}
+	r := &manager.Relabel{Reader: k8sClient, Writer: &engine.Writer{Client: k8sClient, Revoker: k8sClient, Engine: deps.Engine}, Log: logr.Discard()}
 	n, err := r.Pass(context.Background())
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, n, 2)

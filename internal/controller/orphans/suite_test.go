@@ -12,7 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller"
 	"github.com/operator-framework/oria/internal/controller/orphans"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/testutil"
 )
@@ -24,11 +26,20 @@ var (
 	// mgr runs only the sweep: the tests make the objects oria's other
 	// controllers would have made, and their owners, by hand.
 	mgr ctrl.Manager
+	// deps are the sweep's, as controller.SetupAll makes them.
+	deps orphans.Deps
 )
 
 func TestMain(m *testing.M) {
 	testutil.RunWithManager(m, &k8sClient, &mgr, func(mg ctrl.Manager) error {
-		return orphans.SetupWithManager(mg, orphans.Options{})
+		s, err := controller.NewShared(mg, engine.Unobserved)
+		if err != nil {
+			return err
+		}
+		if deps, err = s.OrphansDeps(mg); err != nil {
+			return err
+		}
+		return orphans.SetupWithManager(mg, deps, orphans.Options{})
 	})
 }
 
@@ -72,7 +83,11 @@ func sweeper(t *testing.T, owners orphans.Owners) (*orphans.Reconciler, *testuti
 		owners = cached
 	}
 	c, writes := testutil.CountingClient(mgr.GetClient())
-	return &orphans.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Owners: owners}, writes
+	d := deps
+	d.Client, d.Owners = c, owners
+	r, err := orphans.New(d)
+	require.NoError(t, err)
+	return r, writes
 }
 
 // request is the sweep's request for obj.

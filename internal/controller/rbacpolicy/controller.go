@@ -20,7 +20,6 @@ import (
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -33,7 +32,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/olm"
@@ -69,81 +67,74 @@ type Options struct {
 	// ConflictRecheckInterval: see DefaultRecheckInterval; zero
 	// means the default.
 	ConflictRecheckInterval time.Duration
-	// APIScopes tells cluster-scoped APIs from namespaced ones (nil: a
-	// Reconciler of its own for the manager in SetupWithManager).
-	APIScopes *lookup.APIScopes
-	// BundleRoles is the cache of bundle-provided ClusterRoles
-	// (manager.NewBundleRoleCache): a change of one requeues the policies
-	// of its extension. nil: bundle roles are read from the API server on
-	// every reconcile, and their changes are not watched.
-	BundleRoles cache.Cache
-	// Engine is the write engine's state shared by one set of controllers
-	// (controller.SetupAll passes one to all); nil makes one of its own.
-	Engine *engine.Engine
-	// OLM holds back the watch of ClusterExtensions until the API server
-	// serves them (manager.OLMGate); meanwhile policies report
-	// OLMNotInstalled, and all are looked at again when it opens. nil: the
-	// API is served.
-	OLM *manager.OLMGate
-}
-
-// Reconciler reconciles RBACPolicies.
-type Reconciler struct {
-	// Client reads from the cache and writes to the API server.
-	Client client.Client
-	// APIReader reads from the API server, for the engine: a compiled
-	// object the cache does not show yet may exist (Client when nil).
-	APIReader client.Reader
-	// Recorder emits Events on policies.
-	Recorder events.EventRecorder
-
-	// warnings remembers the Warning events recorded (WarnOnTransition).
-	warnings reconciler.Warnings
-	// DefaultMode: see Options.
-	DefaultMode oriav1alpha1.RBACMode
-	// ConflictRecheckInterval: see Options.
-	ConflictRecheckInterval time.Duration
-	// APIScopes tells cluster-scoped APIs from namespaced ones (nil: a
-	// Reconciler of its own for the manager in SetupWithManager).
-	APIScopes *lookup.APIScopes
-	// BundleRoles reads bundle-provided ClusterRoles as metadata (nil: the
-	// API server is asked on every reconcile).
-	BundleRoles client.Reader
-	// Engine is the write engine's state this controller shares with the
-	// others of its manager; nil bounds nothing and observes nothing.
-	Engine *engine.Engine
-	// Now tells the time policies' windows are judged at, for their status
-	// (time.Now when nil).
+	// Now is the clock policies' windows are judged by, for their status
+	// (time.Now unless a test sets it).
 	Now func() time.Time
 }
 
-// SetupWithManager registers the controller and its index with mgr.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	r := &Reconciler{
-		Client:      mgr.GetClient(),
-		APIReader:   mgr.GetAPIReader(),
-		Recorder:    reconciler.LimitEvents(mgr.GetEventRecorder(RecorderName)),
-		DefaultMode: opts.DefaultMode,
+// Deps are what the controller is built from, each required (New refuses
+// a missing one): controller.SetupAll builds them once per manager, and
+// the integration tests build theirs with the same constructors.
+type Deps struct {
+	// Base: the clients (APIReader reads a compiled object the cache does
+	// not show yet, a bundle role's rules), Events on policies, the engine
+	// and the Memo.
+	reconciler.Base
+	// APIScopes tells cluster-scoped APIs from namespaced ones
+	// (lookup.NewAPIScopesForConfig), shared with the extension
+	// controller.
+	APIScopes *lookup.APIScopes
+	// BundleRoles is the cache of bundle-provided ClusterRoles
+	// (manager.NewBundleRoleCache), shared with the extension controller:
+	// a change of one requeues the policies of its extension.
+	BundleRoles cache.Cache
+	// OLM holds back the watch of ClusterExtensions until the API server
+	// serves them (manager.NewOLMGate); meanwhile policies report
+	// OLMNotInstalled, and all are looked at again when it opens.
+	OLM *manager.OLMGate
+}
 
-		ConflictRecheckInterval: cmp.Or(opts.ConflictRecheckInterval, DefaultRecheckInterval),
-		APIScopes:               opts.APIScopes,
-		Engine:                  cmp.Or(opts.Engine, engine.New(nil)),
+// Reconciler reconciles RBACPolicies. Make one with New.
+type Reconciler struct {
+	Deps
+	opts Options
+
+	// warnings remembers the Warning events recorded (WarnOnTransition).
+	warnings reconciler.Warnings
+}
+
+// New returns the Reconciler of d and o, or an error naming a missing
+// dependency.
+func New(d Deps, o Options) (*Reconciler, error) {
+	if err := reconciler.Check("the RBACPolicy controller", d.Base, reconciler.Need{Name: "the API scopes", Set: d.APIScopes != nil},
+		reconciler.Need{Name: "the bundle-role cache", Set: d.BundleRoles != nil}, reconciler.Need{Name: "the OLM gate", Set: d.OLM != nil}); err != nil {
+		return nil, err
 	}
-	if opts.BundleRoles != nil {
-		r.BundleRoles = opts.BundleRoles
+	return newReconciler(d, o), nil
+}
+
+// newReconciler is New without the check, for the package's unit tests.
+func newReconciler(d Deps, o Options) *Reconciler {
+	o.ConflictRecheckInterval = cmp.Or(o.ConflictRecheckInterval, DefaultRecheckInterval)
+	if o.Now == nil {
+		o.Now = time.Now
 	}
-	if r.APIScopes == nil {
-		var err error
-		if r.APIScopes, err = lookup.NewAPIScopesForConfig(mgr.GetConfig()); err != nil {
-			return err
-		}
+	return &Reconciler{Deps: d, opts: o}
+}
+
+// SetupWithManager builds the controller (New) and registers it and its
+// index with mgr.
+func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
+	r, err := New(d, o)
+	if err != nil {
+		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&oriav1alpha1.RBACPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&oriav1alpha1.ScopeTemplate{}).
 		Owns(&oriav1alpha1.ScopeInstance{}).
-		WatchesRawSource(opts.OLM.Defer(source.Kind(mgr.GetCache(), client.Object(&ocv1.ClusterExtension{}), handler.EnqueueRequestsFromMapFunc(
+		WatchesRawSource(d.OLM.Defer(source.Kind(mgr.GetCache(), client.Object(&ocv1.ClusterExtension{}), handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request { return r.policiesOf(ctx, o.GetName()) }),
 			watch.ExtensionChanged()))).
 		// oria's generated roles (the cache holds only oria's): one created,
@@ -157,18 +148,16 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.policiesOf(ctx, olm.ExtensionOf(o))
 			})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)})
-	if opts.BundleRoles != nil {
 		// A bundle role edited to reach beyond its extension (or back) is
 		// withheld (or bound again) by the policies of its extension.
-		b = b.WatchesRawSource(source.Kind(opts.BundleRoles, lookup.ClusterRoleMetadata(),
+		WatchesRawSource(source.Kind(d.BundleRoles, lookup.ClusterRoleMetadata(),
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 				return r.policiesOf(ctx, olm.ExtensionOf(o))
-			})))
-	}
-	if !opts.OLM.Available() {
+			}))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)})
+	if !d.OLM.Available() {
 		// Every policy said OLMNotInstalled: look at all of them again.
-		b = b.WatchesRawSource(opts.OLM.Defer(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		b = b.WatchesRawSource(d.OLM.Defer(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			for _, req := range reconciler.Requests(ctx, r.Client, &oriav1alpha1.RBACPolicyList{}) {
 				q.Add(req)
 			}
@@ -226,7 +215,7 @@ func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.RBAC
 // or being fixed lets the policy bind within the interval), and at the
 // expiry of a policy with no compiled objects (windowRequeue).
 func (r *Reconciler) Requeue(p *plan, out result) time.Duration {
-	recheck := cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
+	recheck := r.opts.ConflictRecheckInterval
 	if p.scopesPending {
 		return min(lookup.ScopesRecheck, recheck)
 	}

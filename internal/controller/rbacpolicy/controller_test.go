@@ -51,7 +51,10 @@ func TestCompilesAndMirrorsInstance(t *testing.T) {
 	cachedST, cachedSI := compiled(p.Name)
 	testutil.EventuallyCached(t, mgr.GetClient(), k8sClient, p, ext, cachedST, cachedSI)
 	counting, writes := testutil.CountingClient(mgr.GetClient())
-	r := &rbacpolicy.Reconciler{Client: counting, Recorder: events.NewFakeRecorder(10), DefaultMode: oriav1alpha1.RBACModeUnmanaged}
+	d := deps
+	d.Client, d.Recorder = counting, events.NewFakeRecorder(10)
+	r, err := rbacpolicy.New(d, rbacpolicy.Options{DefaultMode: oriav1alpha1.RBACModeUnmanaged})
+	require.NoError(t, err)
 	testutil.Quiet(t, r, writes, reconcile.Request{NamespacedName: client.ObjectKey{Name: p.Name}}, 3)
 
 	// Changing the access level recompiles the template.

@@ -93,7 +93,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 		return revoke(oriav1alpha1.ReasonExtensionNotFound,
 			fmt.Sprintf("ClusterExtension %q does not exist; access is granted once it is installed", policy.Spec.ExtensionName))
 	}
-	mode, valid := oriav1alpha1.EffectiveRBACMode(ext.Annotations, r.DefaultMode)
+	mode, valid := oriav1alpha1.EffectiveRBACMode(ext.Annotations, r.opts.DefaultMode)
 	if valid && mode == oriav1alpha1.RBACModeUnmanaged {
 		// Unmanaged means nobody but what the admin set up by hand: a
 		// policy's bindings would still grant bundle-provided roles, so
@@ -125,7 +125,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 		return p, nil
 	}
 	namespaced := len(policy.Spec.Namespaces) > 0 || policy.Spec.NamespaceSelector != nil
-	if namespaced && r.APIScopes != nil && len(p.compiled.APIs) > 0 {
+	if namespaced && len(p.compiled.APIs) > 0 {
 		var unknown []string
 		if p.clusterScoped, unknown, err = r.APIScopes.ClusterScoped(p.compiled.APIs); err != nil {
 			return nil, err

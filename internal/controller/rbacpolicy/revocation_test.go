@@ -9,11 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/controller/scopeinstance"
-	"github.com/operator-framework/oria/internal/controller/scopetemplate"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -32,12 +29,7 @@ func TestNarrowingLandsOnInvalidPolicy(t *testing.T) {
 	ctx := context.Background()
 	// The binding layer's controllers, for this test only, so that access
 	// can be checked with SubjectAccessReviews.
-	_, stop, err := testutil.StartManager(mgr.GetConfig(), func(m ctrl.Manager) error {
-		if err := scopetemplate.SetupWithManager(m, scopetemplate.Options{}); err != nil {
-			return err
-		}
-		return scopeinstance.SetupWithManager(m, scopeinstance.Options{})
-	})
+	_, stop, err := testutil.StartManager(mgr.GetConfig(), bindingLayer)
 	require.NoError(t, err)
 	t.Cleanup(stop)
 

@@ -68,7 +68,7 @@ func (r *Reconciler) judgeRoles(ctx context.Context, ext *ocv1.ClusterExtension,
 		}
 		reads++
 		cr := &rbacv1.ClusterRole{}
-		switch err := r.reader().Get(ctx, client.ObjectKey{Name: name}, cr); {
+		switch err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, cr); {
 		case err == nil:
 			found[name] = cr
 		case !apierrors.IsNotFound(err):
@@ -115,18 +115,16 @@ func (r *Reconciler) bundleRoles(ctx context.Context, ext string, names []string
 		return nil, nil
 	}
 	owned := client.MatchingLabels(olm.OwnerLabels(ext))
-	if r.BundleRoles != nil {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("ClusterRoleList"))
-		if err := r.BundleRoles.List(ctx, list, owned); err != nil {
-			return nil, fmt.Errorf("listing the bundle-provided ClusterRoles of ClusterExtension %q: %w", ext, err)
-		}
-		if !slices.ContainsFunc(list.Items, func(m metav1.PartialObjectMetadata) bool { return slices.Contains(names, m.Name) }) {
-			return nil, nil
-		}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(rbacv1.SchemeGroupVersion.WithKind("ClusterRoleList"))
+	if err := r.BundleRoles.List(ctx, list, owned); err != nil {
+		return nil, fmt.Errorf("listing the bundle-provided ClusterRoles of ClusterExtension %q: %w", ext, err)
+	}
+	if !slices.ContainsFunc(list.Items, func(m metav1.PartialObjectMetadata) bool { return slices.Contains(names, m.Name) }) {
+		return nil, nil
 	}
 	var full rbacv1.ClusterRoleList
-	if err := r.reader().List(ctx, &full, owned); err != nil {
+	if err := r.APIReader.List(ctx, &full, owned); err != nil {
 		return nil, fmt.Errorf("reading the bundle-provided ClusterRoles of ClusterExtension %q: %w", ext, err)
 	}
 	out := map[string]*rbacv1.ClusterRole{}
@@ -136,15 +134,6 @@ func (r *Reconciler) bundleRoles(ctx context.Context, ext string, names []string
 		}
 	}
 	return out, nil
-}
-
-// reader reads from the API server (the cache when the Reconciler has no
-// API reader).
-func (r *Reconciler) reader() client.Reader {
-	if r.APIReader == nil {
-		return r.Client
-	}
-	return r.APIReader
 }
 
 // withheld are the sentences of every withheld role: conflicts first.

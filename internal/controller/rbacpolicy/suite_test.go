@@ -15,9 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller"
 	"github.com/operator-framework/oria/internal/controller/extension"
 	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/controller/scopeinstance"
+	"github.com/operator-framework/oria/internal/controller/scopetemplate"
+	"github.com/operator-framework/oria/internal/engine"
 	policymodel "github.com/operator-framework/oria/internal/policy"
 	"github.com/operator-framework/oria/internal/testutil"
 )
@@ -26,6 +29,9 @@ var (
 	k8sClient client.Client
 	// mgr runs only the RBACPolicy controller, as oria's own RBAC.
 	mgr ctrl.Manager
+	// deps are the RBACPolicy controller's, as controller.SetupAll makes
+	// them: a Reconciler a test builds shares them.
+	deps rbacpolicy.Deps
 )
 
 // TestMain starts the API server and one manager running the RBACPolicy
@@ -36,17 +42,31 @@ var (
 // chain runs in test/e2e).
 func TestMain(m *testing.M) {
 	testutil.RunWithManager(m, &k8sClient, &mgr, func(mg ctrl.Manager) error {
-		bundleRoles, err := manager.NewBundleRoleCache(mg)
+		s, err := controller.NewShared(mg, engine.Unobserved)
 		if err != nil {
 			return err
 		}
-		if err := extension.SetupWithManager(mg, extension.Options{
-			DefaultMode: oriav1alpha1.RBACModeUnmanaged, BundleRoles: bundleRoles, ConflictRetryInterval: time.Second}); err != nil {
+		if err := extension.SetupWithManager(mg, s.ExtensionDeps(mg), extension.Options{
+			DefaultMode: oriav1alpha1.RBACModeUnmanaged, ConflictRetryInterval: time.Second}); err != nil {
 			return err
 		}
-		return rbacpolicy.SetupWithManager(mg, rbacpolicy.Options{
-			DefaultMode: oriav1alpha1.RBACModeUnmanaged, MaxConcurrentReconciles: 2, ConflictRecheckInterval: time.Second, BundleRoles: bundleRoles})
+		deps = s.RBACPolicyDeps(mg)
+		return rbacpolicy.SetupWithManager(mg, deps, rbacpolicy.Options{
+			DefaultMode: oriav1alpha1.RBACModeUnmanaged, MaxConcurrentReconciles: 2, ConflictRecheckInterval: time.Second})
 	})
+}
+
+// bindingLayer registers the ScopeTemplate and ScopeInstance controllers
+// with m, as controller.SetupAll does.
+func bindingLayer(m ctrl.Manager) error {
+	s, err := controller.NewShared(m, engine.Unobserved)
+	if err != nil {
+		return err
+	}
+	if err := scopetemplate.SetupWithManager(m, s.ScopeTemplateDeps(m), scopetemplate.Options{}); err != nil {
+		return err
+	}
+	return scopeinstance.SetupWithManager(m, s.ScopeInstanceDeps(m), scopeinstance.Options{})
 }
 
 // installed creates a ClusterExtension in mode with CRDs for the given

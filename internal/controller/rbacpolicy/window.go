@@ -15,12 +15,7 @@ import (
 // left) and Expired. A policy that compiles to nothing (its extension is
 // gone, say) says Expired once its window has passed.
 
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
+func (r *Reconciler) now() time.Time { return r.opts.Now() }
 
 // Gather judges the policy's window at this instant, for its status, and
 // decides what to do with its compiled objects (gather).

@@ -9,12 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/controller/scopeinstance"
-	"github.com/operator-framework/oria/internal/controller/scopetemplate"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -33,12 +30,7 @@ func wholeSecondsFromNow(d time.Duration) *metav1.Time {
 func TestTimeBoundPolicy(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
-	_, stop, err := testutil.StartManager(mgr.GetConfig(), func(m ctrl.Manager) error {
-		if err := scopetemplate.SetupWithManager(m, scopetemplate.Options{}); err != nil {
-			return err
-		}
-		return scopeinstance.SetupWithManager(m, scopeinstance.Options{})
-	})
+	_, stop, err := testutil.StartManager(mgr.GetConfig(), bindingLayer)
 	require.NoError(t, err)
 	t.Cleanup(stop)
 

@@ -80,7 +80,7 @@ func TestComputeStatusWindow(t *testing.T) {
 // TestWindowRequeue: only a policy that compiles to nothing looks again,
 // at its expiresAt; a compiled one follows its instance.
 func TestWindowRequeue(t *testing.T) {
-	r := &Reconciler{Now: func() time.Time { return t0 }}
+	r := newReconciler(Deps{}, Options{Now: func() time.Time { return t0 }})
 	w := binding.Window{ExpiresAt: at(time.Hour)}
 	for _, tc := range []struct {
 		name string

@@ -33,11 +33,7 @@ type result struct {
 // upserted), repaired by replacing its whole spec, and deleted with a UID
 // precondition.
 func (r *Reconciler) writer() *engine.Writer {
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
-	return &engine.Writer{Client: r.Client, Reader: reader, Engine: r.Engine}
+	return r.Base.Writer(r.opts.ConflictRecheckInterval, 0)
 }
 
 // Write carries out the plan's decision: write the compiled objects, the

@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -18,7 +19,9 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/publish"
+	"github.com/operator-framework/oria/internal/reconciler"
 	"github.com/operator-framework/oria/internal/scheme"
 )
 
@@ -47,12 +50,10 @@ func TestPublishedIsBound(t *testing.T) {
 			return c.Delete(ctx, obj, opts...)
 		},
 	}).Build()
-	r := &Reconciler{Client: c, APIReader: c}
-	p := &plan{template: tmpl, roles: []string{"view"}, targets: binding.Targets{Namespaces: []string{"a", "b"}},
-		wantRBs:     binding.RoleBindings(si, tmpl.Name, []string{"view"}, nil, []string{"a", "b"}),
-		existingRBs: []*rbacv1.RoleBinding{stale}, staleRBs: []*rbacv1.RoleBinding{stale}}
+	r := newReconciler(Deps{Base: reconciler.Base{Client: c, APIReader: c, Recorder: &events.FakeRecorder{}, Engine: engine.New(engine.Unobserved), Memo: engine.NewMemo()}}, Options{})
+	p := &plan{bind: &bindPlan{template: tmpl, roles: []string{"view"}, targets: binding.Targets{Namespaces: []string{"a", "b"}}, wantRBs: binding.RoleBindings(si, tmpl.Name, []string{"view"}, nil, []string{"a", "b"}), existingRBs: []*rbacv1.RoleBinding{stale}, staleRBs: []*rbacv1.RoleBinding{stale}}}
 
-	res, err := r.write(context.Background(), si, p)
+	res, err := r.write(context.Background(), si, p.bind)
 	require.NoError(t, err)
 	require.Len(t, res.summary.Errors, 1, "the stale binding's delete failed")
 	st := computeStatus(si, p, res, errors.Join(res.summary.Errors...))

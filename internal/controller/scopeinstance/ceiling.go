@@ -5,20 +5,19 @@ import (
 	"errors"
 	"fmt"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/admission"
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/subjects"
 )
 
-// A ceiling holds for the life of a binding. An instance with a
-// serviceAccount writes its bindings as that ServiceAccount, so the API
+// A ceiling holds for the life of a binding. An instance with a ceiling
+// (spec.serviceAccount) writes its bindings as that ServiceAccount, so the API
 // server's escalation check refuses what it could not grant; but that check
 // runs only when a binding is written, against the rules its ClusterRole
 // has then. Every such binding therefore records, in
@@ -29,7 +28,7 @@ import (
 //   - an inline role whose rules the template changes: the ScopeTemplate
 //     controller holds the new rules back until every binding of the role
 //     records them (or is gone). Here the ServiceAccount is asked about the
-//     new rules with SubjectAccessReviews (admission.Authorizer.CheckBind:
+//     new rules with SubjectAccessReviews (authz.Authorizer.CheckBindAll:
 //     "bind", or every permission) before a binding of them is written or
 //     its record moves; refused, the binding is deleted (it never holds the
 //     new rules) and the instance reports Forbidden;
@@ -42,16 +41,16 @@ import (
 // A referenced ClusterRole (aggregated, edited by an admin) is not oria's
 // to hold back: its new rules take effect at once through the bindings that
 // exist. Its rules are read from the API server on every reconcile of an
-// attenuated instance, and such an instance reconciles at least every
+// instance with a ceiling, and such an instance reconciles at least every
 // recheck interval (DefaultRecheckInterval, 30 s), so a widened referenced
-// role is granted through an attenuated binding the ServiceAccount no longer
+// role is granted through a binding the ceiling ServiceAccount no longer
 // vouches for for at most one recheck interval (plus the reconcile). The same
 // holds for an inline role of another template referenced by name.
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// ceiling is what a reconcile of an instance with a serviceAccount knows of
-// what its bindings grant.
+// ceiling is what a reconcile of an instance with a ceiling knows of what
+// its bindings grant.
 type ceiling struct {
 	sa oriav1alpha1.ServiceAccountReference
 	// values are the ceiling value each role's bindings must record.
@@ -65,10 +64,10 @@ type ceiling struct {
 }
 
 // ceilings reads what the roles of p's template grant, for an instance
-// with a serviceAccount: inline roles from the template (and, from the
-// cache, the rules they have now: p.inlineRules), other roles from the API
-// server (not oria's cache, which holds only oria's roles).
-func (r *Reconciler) ceilings(ctx context.Context, sa oriav1alpha1.ServiceAccountReference, p *plan) (*ceiling, error) {
+// with a ceiling: inline roles from the template (and, from the cache, the
+// rules they have now: p.inlineRules), other roles from the API server
+// (not oria's cache, which holds only oria's roles).
+func (r *Reconciler) ceilings(ctx context.Context, sa oriav1alpha1.ServiceAccountReference, p *bindPlan) (*ceiling, error) {
 	c := &ceiling{sa: sa, values: map[string]string{}, ahead: map[string][]rbacv1.PolicyRule{}}
 	for _, role := range binding.Roles(p.template) {
 		if role.Inline {
@@ -94,7 +93,7 @@ func (r *Reconciler) ceilings(ctx context.Context, sa oriav1alpha1.ServiceAccoun
 // annotate sets the ceiling records on the intended bindings, and adds to
 // the stale bindings those kept as they are whose record is not their
 // role's.
-func (c *ceiling) annotate(p *plan) {
+func (c *ceiling) annotate(p *bindPlan) {
 	ann := binding.CeilingAnnotations(c.values)
 	covered := map[types.NamespacedName]bool{}
 	for _, b := range p.wantRBs {
@@ -115,11 +114,10 @@ func (c *ceiling) annotate(p *plan) {
 	p.staleCRBs = append(p.staleCRBs, binding.Unvouched(p.existingCRBs, covered, c.values, binding.RoleOfClusterRoleBinding)...)
 }
 
-// user is the ServiceAccount as the API server knows it when oria
+// identity is the ServiceAccount as the API server knows it when oria
 // impersonates it.
-func (c *ceiling) user() authenticationv1.UserInfo {
-	return authenticationv1.UserInfo{Username: c.sa.Username(), Groups: []string{
-		"system:serviceaccounts", "system:serviceaccounts:" + c.sa.Namespace, "system:authenticated"}}
+func (c *ceiling) identity() subjects.Identity {
+	return subjects.ServiceAccount(c.sa.Namespace, c.sa.Name)
 }
 
 // vouched is the ServiceAccount's answer about the bindings of roles ahead
@@ -138,16 +136,15 @@ type vouched struct {
 // vouch asks the ServiceAccount whether it may grant the template's rules
 // of the roles ahead where the intended bindings grant them, for each
 // binding not already recording them, and returns the bindings to write.
-func (r *Reconciler) vouch(ctx context.Context, c *ceiling, p *plan, rbs map[types.NamespacedName]*rbacv1.RoleBinding, crbs map[types.NamespacedName]*rbacv1.ClusterRoleBinding) (vouched, error) {
+func (r *Reconciler) vouch(ctx context.Context, c *ceiling, p *bindPlan, rbs map[types.NamespacedName]*rbacv1.RoleBinding, crbs map[types.NamespacedName]*rbacv1.ClusterRoleBinding) (vouched, error) {
 	grants := append(ask(c, p.wantRBs, rbs, binding.RoleOfRoleBinding), ask(c, p.wantCRBs, crbs, binding.RoleOfClusterRoleBinding)...)
 	v := vouched{rbs: p.wantRBs, crbs: p.wantCRBs}
 	if len(grants) == 0 {
 		return v, nil
 	}
-	user := c.user()
+	user := c.identity().UserInfo()
 	// Every refusal is wanted (each decides a binding), not the first few.
-	authz := &admission.Authorizer{Client: r.Client, Reader: r.APIReader, MaxDenials: len(grants)}
-	denials, err := authz.CheckBind(ctx, user, grants, c.ahead)
+	denials, err := r.Authz.CheckBindAll(ctx, user, grants, c.ahead)
 	if err != nil {
 		return v, fmt.Errorf("asking ServiceAccount %s/%s about the new rules of %d binding(s): %w", c.sa.Namespace, c.sa.Name, len(grants), err)
 	}
@@ -223,8 +220,8 @@ func revoke(ctx context.Context, w *engine.Writer, v vouched, ensuredRBs, ensure
 	return engine.Delete(ctx, w, engine.RoleBindingKind.Name, dropRBs), engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, dropCRBs)
 }
 
-// frozen returns the bindings of an instance with a serviceAccount that a
-// spec error keeps from being written (existing bindings are kept as they
+// frozen returns the bindings of an instance with a ceiling that a spec
+// error keeps from being written (existing bindings are kept as they
 // are) whose recorded ceiling is not what their role grants, or is about
 // to grant: the template's rules for its inline roles (the ScopeTemplate
 // controller would otherwise hold them back for as long as the spec error
@@ -281,14 +278,12 @@ func (r *Reconciler) frozen(ctx context.Context, si *oriav1alpha1.ScopeInstance,
 }
 
 // revokeFrozen deletes, as oria, the bindings an instance with a spec error
-// may no longer keep (frozenPlan: p.staleRBs, p.staleCRBs).
-func (r *Reconciler) revokeFrozen(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) result {
-	if len(p.staleRBs)+len(p.staleCRBs) == 0 {
+// may no longer keep (frozenPlan).
+func (r *Reconciler) revokeFrozen(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *revokePlan) result {
+	if len(p.rbs)+len(p.crbs) == 0 {
 		return result{}
 	}
-	w := r.writer()
-	rbs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)
-	crbs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)
+	rbs, crbs := r.revokeAll(ctx, p)
 	r.recordEvents(si, nil, nil, rbs, crbs, nil)
 	return result{summary: engine.Summarize(rbs, crbs), revoked: len(rbs) + len(crbs)}
 }

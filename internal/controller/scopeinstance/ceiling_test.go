@@ -12,12 +12,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
-	"github.com/operator-framework/oria/internal/controller/scopeinstance"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -63,11 +61,11 @@ func everAllowed(t *testing.T, a testutil.Access) func() bool {
 	return stop
 }
 
-// attenuatedInstance creates a template with one inline role (podsGetList)
+// instanceWithCeiling creates a template with one inline role (podsGetList)
 // bound to a new user, and an instance binding it in ns with sa as its
 // ceiling; it returns the template, the instance, the role and the user
 // once the instance is Bound.
-func attenuatedInstance(t *testing.T, ns string, sa *oriav1alpha1.ServiceAccountReference) (*oriav1alpha1.ScopeTemplate, *oriav1alpha1.ScopeInstance, string, string) {
+func instanceWithCeiling(t *testing.T, ns string, sa *oriav1alpha1.ServiceAccountReference) (*oriav1alpha1.ScopeTemplate, *oriav1alpha1.ScopeInstance, string, string) {
 	t.Helper()
 	user, role := testutil.UniqueName("alice"), testutil.UniqueName("inline")
 	tmpl := testutil.ScopeTemplate(testutil.UniqueName("tmpl"),
@@ -98,7 +96,7 @@ func TestCeilingRefusesWidenedInlineRole(t *testing.T) {
 	ctx := context.Background()
 	ns, saNS := namespace(t, "ceil", nil), namespace(t, "ceil-sa", nil)
 	sa := ceilingAccount(t, saNS, "sa-x", ns, podsGetList)
-	tmpl, si, role, user := attenuatedInstance(t, ns, sa)
+	tmpl, si, role, user := instanceWithCeiling(t, ns, sa)
 	allowed, err := testutil.Allowed(ctx, k8sClient, access(user, "list", "pods", ns))
 	require.NoError(t, err)
 	require.True(t, allowed)
@@ -135,7 +133,7 @@ func TestCeilingAllowsWidenedInlineRole(t *testing.T) {
 	ctx := context.Background()
 	ns, plainNS, saNS := namespace(t, "ceil", nil), namespace(t, "plain", nil), namespace(t, "ceil-sa", nil)
 	sa := ceilingAccount(t, saNS, "sa-y", ns, podsGetList, secretsGetList)
-	tmpl, si, role, user := attenuatedInstance(t, ns, sa)
+	tmpl, si, role, user := instanceWithCeiling(t, ns, sa)
 	plain := newInstance(testutil.UniqueName("si"), tmpl.Name, []string{plainNS}, nil)
 	create(t, plain)
 	eventuallyBoundIn(t, plain.Name, role, plainNS)
@@ -155,8 +153,7 @@ func TestCeilingAllowsWidenedInlineRole(t *testing.T) {
 	assert.Empty(t, get(t, binding.BindingName(plain.Name, role), plainNS, &rbacv1.RoleBinding{}).Annotations,
 		"a binding without a ceiling records none")
 
-	r, counter := countingReconciler()
-	r.Impersonators = &scopeinstance.Impersonators{Config: mgr.GetConfig(), Options: client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}}
+	r, counter := countingReconciler(t)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: si.Name}}
 	testutil.EventuallyQuiet(t, r, counter, req)
 	settled := get(t, after.Name, ns, &rbacv1.RoleBinding{})
@@ -167,7 +164,7 @@ func TestCeilingAllowsWidenedInlineRole(t *testing.T) {
 }
 
 // TestCeilingReferencedRole: a referenced ClusterRole oria cannot hold back
-// is widened by an admin; the attenuated instance rereads it on its
+// is widened by an admin; the instance with a ceiling rereads it on its
 // recheck, its ServiceAccount refuses the new rules, and the binding goes.
 func TestCeilingReferencedRole(t *testing.T) {
 	testutil.NeedCluster(t)
@@ -206,7 +203,7 @@ func TestCeilingWithoutServiceAccount(t *testing.T) {
 	ctx := context.Background()
 	ns, saNS := namespace(t, "ceil", nil), namespace(t, "ceil-sa", nil)
 	sa := ceilingAccount(t, saNS, "sa-w", ns, podsGetList, secretsGetList)
-	tmpl, si, role, user := attenuatedInstance(t, ns, sa)
+	tmpl, si, role, user := instanceWithCeiling(t, ns, sa)
 	require.NoError(t, k8sClient.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: saNS, Name: "sa-w"}}))
 	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonServiceAccountNotFound)
 	assert.Equal(t, []string{ns}, roleBindingNamespaces(t, si.Name, role), "a spec error keeps the bindings as they are")

@@ -65,7 +65,7 @@ func TestRoleRefChangeReplacesBinding(t *testing.T) {
 	// Bindings with the instance's labels, made before it exists: one with
 	// another roleRef, one right but without owner.
 	labels := map[string]string{
-		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
+		oriav1alpha1.LabelManaged:       oriav1alpha1.ManagedValue,
 		oriav1alpha1.LabelScopeInstance: siName,
 		oriav1alpha1.LabelScopeTemplate: tmpl.Name,
 	}

@@ -54,7 +54,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,8 +64,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/authz"
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/impersonate"
 	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/metrics"
 	"github.com/operator-framework/oria/internal/ownership"
@@ -114,7 +115,7 @@ const ServiceAccountRecheck = 3 * time.Second
 // 40.7-41.0 s and 166-170 MB; 3 workers: 37.4 s, 150 MB).
 const DefaultMaxConcurrentReconciles = 4
 
-// Options configure the controller.
+// Options configure the controller; every field has a default.
 type Options struct {
 	// MaxConcurrentReconciles is the number of workers
 	// (DefaultMaxConcurrentReconciles when 0).
@@ -132,13 +133,13 @@ type Options struct {
 	// instance that only count its bound namespaces
 	// (DefaultStatusSpacing when 0; see status.Spacing).
 	StatusSpacing time.Duration
-	// Engine is the write engine's state shared by one set of controllers
-	// (controller.SetupAll passes one to all); nil makes one of its own.
-	Engine *engine.Engine
 	// ExpiryWarning is how long before a time-bound grant's expiresAt the
 	// AccessExpiring Event is recorded (the manager's --expiry-warning,
 	// DefaultExpiryWarning); 0 records none.
 	ExpiryWarning time.Duration
+	// Now is the clock the windows of time-bound instances are judged by
+	// (time.Now unless a test sets it).
+	Now func() time.Time
 }
 
 // DefaultStatusSpacing is how often, at most, an instance whose bound
@@ -147,75 +148,66 @@ type Options struct {
 // within a second.
 const DefaultStatusSpacing = time.Second
 
-// Reconciler reconciles ScopeInstances.
-type Reconciler struct {
-	// Client reads from the cache and writes to the API server.
-	Client client.Client
-	// APIReader reads from the API server: objects without oria's labels
-	// are not in the cache.
-	APIReader client.Reader
-	// Recorder emits Events on instances.
-	Recorder events.EventRecorder
+// Deps are what the controller is built from, each required (New refuses
+// a missing one): controller.SetupAll builds them once per manager, and
+// the integration tests build theirs with the same constructors.
+type Deps struct {
+	// Base: the clients (APIReader reads objects without oria's labels),
+	// Events on instances, the engine and the Memo.
+	reconciler.Base
+	// Bindings looks up an instance's cached bindings by index.
+	Bindings *lookup.InstanceBindings
+	// Impersonators write the bindings of an instance with a ceiling
+	// (spec.serviceAccount) as its ServiceAccount.
+	Impersonators *impersonate.Clients
+	// Authz asks a ServiceAccount about the new rules of a role its
+	// bindings grant (ceiling.go).
+	Authz *authz.Authorizer
+}
 
+// Reconciler reconciles ScopeInstances. Make one with New.
+type Reconciler struct {
+	Deps
+	opts Options
+
+	// latency measures how long a namespace event waits for its binding
+	// (oria_namespace_binding_latency_seconds).
+	latency *metrics.NamespaceLatency
+	// spacing spaces out the status writes that only count bound
+	// namespaces.
+	spacing *status.Spacing
 	// warnings remembers the Warning events recorded (WarnOnTransition).
 	warnings reconciler.Warnings
-	// Workers: see Options.
-	Workers int
-	// ConflictRecheckInterval: see Options.
-	ConflictRecheckInterval time.Duration
-	// Impersonators writes the bindings of instances with a
-	// serviceAccount; nil refuses such instances (ReconcileError).
-	Impersonators *Impersonators
-	// Timing: see Options.
-	Timing publish.Timing
-	// Bindings looks up an instance's cached bindings by index; nil lists
-	// them through Client by label.
-	Bindings *lookup.InstanceBindings
-	// Spacing spaces out the status writes that only count bound
-	// namespaces; nil writes every change at once.
-	Spacing *status.Spacing
-	// Engine is the write engine's state this controller shares with the
-	// others of its manager; nil bounds nothing and observes nothing.
-	Engine *engine.Engine
-	// Memo remembers the objects found in conflict for this controller
-	// (see engine.Memo); nil remembers nothing.
-	Memo *engine.Memo
-	// Latency measures how long a namespace event waits for its binding
-	// (oria_namespace_binding_latency_seconds); nil measures nothing.
-	Latency *metrics.NamespaceLatency
-	// Now tells the time the windows of time-bound instances are judged
-	// at (time.Now when nil).
-	Now func() time.Time
-	// ExpiryWarning: see Options.
-	ExpiryWarning time.Duration
 	// windowEvents remembers the Events of time-bound grants recorded.
 	windowEvents windowMemo
 }
 
-// SetupWithManager registers the controller (and the shared binding
-// indexes) with mgr.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	bindings, err := lookup.NewInstanceBindings(context.Background(), mgr.GetCache())
+// New returns the Reconciler of d and o, or an error naming a missing
+// dependency.
+func New(d Deps, o Options) (*Reconciler, error) {
+	if err := reconciler.Check("the ScopeInstance controller", d.Base, reconciler.Need{Name: "the binding index", Set: d.Bindings != nil},
+		reconciler.Need{Name: "the impersonating clients", Set: d.Impersonators != nil}, reconciler.Need{Name: "the authorizer", Set: d.Authz != nil}); err != nil {
+		return nil, err
+	}
+	return newReconciler(d, o), nil
+}
+
+// newReconciler is New without the check, for the package's unit tests
+// that exercise one step with part of the dependencies.
+func newReconciler(d Deps, o Options) *Reconciler {
+	o.StatusSpacing = cmp.Or(o.StatusSpacing, DefaultStatusSpacing)
+	o.ConflictRecheckInterval = cmp.Or(o.ConflictRecheckInterval, DefaultRecheckInterval)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Reconciler{Deps: d, opts: o, latency: metrics.NewBindingLatency(), spacing: status.NewSpacing(o.StatusSpacing)}
+}
+
+// SetupWithManager builds the controller (New) and registers it with mgr.
+func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
+	r, err := New(d, o)
 	if err != nil {
 		return err
-	}
-	r := &Reconciler{
-		Bindings:  bindings,
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  reconciler.LimitEvents(mgr.GetEventRecorder(RecorderName)),
-		Workers:   opts.Workers,
-
-		ExpiryWarning: opts.ExpiryWarning,
-
-		ConflictRecheckInterval: opts.ConflictRecheckInterval,
-		Timing:                  opts.Timing,
-		Engine:                  cmp.Or(opts.Engine, engine.New(nil)),
-		Memo:                    engine.NewMemo(),
-		Latency:                 metrics.NewBindingLatency(),
-		Spacing:                 status.NewSpacing(cmp.Or(opts.StatusSpacing, DefaultStatusSpacing)),
-		Impersonators: &Impersonators{Config: mgr.GetConfig(), Options: client.Options{
-			Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: nil}},
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -246,7 +238,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 				}
 				return reqs
 			})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Complete(r)
 }
 
@@ -302,20 +294,21 @@ func (r *Reconciler) Deleting(ctx context.Context, si *oriav1alpha1.ScopeInstanc
 	return r.Cleanup(ctx, si.Name)
 }
 
-// Write carries out the plan (write). Outside its window the instance
-// only deletes (writeClosed), whatever else is wrong with it. A spec error
-// writes nothing but revokes the bindings the ServiceAccount no longer
-// vouches for (revokeFrozen).
+// Write carries out the plan. Outside its window the instance only
+// deletes (writeClosed, window.go), whatever else is wrong with it. A spec
+// error writes nothing but revokes the bindings its current spec no longer
+// allows and those its ServiceAccount no longer vouches for
+// (revokeFrozen, ceiling.go). Otherwise write (write.go) binds.
 func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
-	if p.phase != binding.WindowOpen {
-		r.Latency.Abandon(si.Name)
+	switch {
+	case p.phase != binding.WindowOpen:
+		r.latency.Abandon(si.Name)
 		return r.writeClosed(ctx, si, p)
+	case p.revoke != nil:
+		r.latency.Abandon(si.Name)
+		return r.revokeFrozen(ctx, si, p.revoke), nil
 	}
-	if p.specErr != nil {
-		r.Latency.Abandon(si.Name)
-		return r.revokeFrozen(ctx, si, p), nil
-	}
-	res, err := r.write(ctx, si, p)
+	res, err := r.write(ctx, si, p.bind)
 	if err != nil {
 		return res, err
 	}
@@ -333,7 +326,7 @@ func (r *Reconciler) Status(si *oriav1alpha1.ScopeInstance, p *plan, res result,
 // when Ready enters a state to look at.
 func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.ScopeInstance) (time.Duration, error) {
 	return reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.ScopeInstance) []metav1.Condition { return o.Status.Conditions },
-		reconciler.SpacedStatusPatch(r.Client, r.Spacing, func(o *oriav1alpha1.ScopeInstance) any { return o.Status },
+		reconciler.SpacedStatusPatch(r.Client, r.spacing, func(o *oriav1alpha1.ScopeInstance) any { return o.Status },
 			func(before, after *oriav1alpha1.ScopeInstance) bool {
 				return routineChange(before.Status, after.Status)
 			}))(ctx, before, after)
@@ -351,5 +344,5 @@ func (r *Reconciler) Requeue(p *plan, res result) time.Duration {
 }
 
 func (r *Reconciler) recheck() time.Duration {
-	return cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
+	return r.opts.ConflictRecheckInterval
 }

@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -109,7 +110,7 @@ func TestUnchangedWorldWritesNothing(t *testing.T) {
 	inline := binding.RoleName(tmpl.Name, oriav1alpha1.ClusterRoleTemplate{GenerateName: "pods-", Rules: podRules})
 	eventuallyBoundIn(t, si.Name, inline, nss...)
 
-	r, counter := countingReconciler()
+	r, counter := countingReconciler(t)
 	for _, name := range []string{si.Name, cw.Name} {
 		// The cache may lag the API server by a moment: wait until a
 		// reconcile is quiet, then require the next one to be quiet too.
@@ -120,8 +121,14 @@ func TestUnchangedWorldWritesNothing(t *testing.T) {
 }
 
 // countingReconciler returns a Reconciler on the package manager's cache
-// whose writes are counted.
-func countingReconciler() (*scopeinstance.Reconciler, *testutil.WriteCounter) {
+// whose writes as oria are counted (a ceiling's ServiceAccount writes
+// through its own client).
+func countingReconciler(t *testing.T) (*scopeinstance.Reconciler, *testutil.WriteCounter) {
+	t.Helper()
 	c, counter := testutil.CountingClient(mgr.GetClient())
-	return &scopeinstance.Reconciler{Client: c, APIReader: mgr.GetAPIReader()}, counter
+	d := deps
+	d.Client, d.Recorder = c, &events.FakeRecorder{}
+	r, err := scopeinstance.New(d, scopeinstance.Options{})
+	require.NoError(t, err)
+	return r, counter
 }

@@ -27,12 +27,11 @@ import (
 
 // frozenPlan is the plan of an instance with a spec error: the bindings to
 // delete are those the current spec no longer allows, and, for an instance
-// with a serviceAccount, those the ServiceAccount no longer vouches for
-// (frozen).
+// with a ceiling, those its ServiceAccount no longer vouches for (frozen).
 func (r *Reconciler) frozenPlan(ctx context.Context, si *oriav1alpha1.ScopeInstance, serr *binding.SpecError,
-	nss []binding.Namespace, pins map[string]string, recreated []string) (*plan, error) {
-	p := &plan{specErr: serr, attenuated: si.Spec.ServiceAccount != nil, recheck: r.recheck(), pins: pins}
-	rbs, crbs, err := r.existingBindings(ctx, si.Name)
+	nss []binding.Namespace, recreated []string) (*revokePlan, error) {
+	p := &revokePlan{specErr: serr, ceiling: si.Spec.ServiceAccount != nil, cluster: binding.IsClusterWide(si.Spec)}
+	rbs, crbs, err := r.existingBindings(si.Name)
 	if err != nil || len(rbs)+len(crbs) == 0 {
 		return p, err
 	}
@@ -40,15 +39,15 @@ func (r *Reconciler) frozenPlan(ctx context.Context, si *oriav1alpha1.ScopeInsta
 	if err != nil {
 		return nil, err
 	}
-	p.staleRBs = binding.Narrow(rbs, allow, binding.RoleOfRoleBinding, binding.SubjectsOfRoleBinding)
-	p.staleCRBs = binding.Narrow(crbs, allow, binding.RoleOfClusterRoleBinding, binding.SubjectsOfClusterRoleBinding)
-	if p.attenuated {
+	p.rbs = binding.Narrow(rbs, allow, binding.RoleOfRoleBinding, binding.SubjectsOfRoleBinding)
+	p.crbs = binding.Narrow(crbs, allow, binding.RoleOfClusterRoleBinding, binding.SubjectsOfClusterRoleBinding)
+	if p.ceiling {
 		unvouchedRBs, unvouchedCRBs, err := r.frozen(ctx, si, rbs, crbs)
 		if err != nil {
 			return nil, err
 		}
-		p.staleRBs = union(p.staleRBs, unvouchedRBs)
-		p.staleCRBs = union(p.staleCRBs, unvouchedCRBs)
+		p.rbs = union(p.rbs, unvouchedRBs)
+		p.crbs = union(p.crbs, unvouchedCRBs)
 	}
 	return p, nil
 }
@@ -89,8 +88,8 @@ func union[T client.Object](a, b []T) []T {
 // inline role whose rules are not yet its template's) that do not exist:
 // a new binding is made only against the rules the guard checked for it.
 // Existing ones stay intended (kept, and, for an instance with a
-// serviceAccount, re-vouched for the new rules).
-func (p *plan) withholdAhead() {
+// ceiling, re-vouched for the new rules).
+func (p *bindPlan) withholdAhead() {
 	if len(p.ahead) == 0 {
 		return
 	}

@@ -43,7 +43,7 @@ func (h *namespaceHandler) Update(ctx context.Context, e event.UpdateEvent, q wo
 }
 
 func (h *namespaceHandler) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.r.Latency.Forget(e.Object.GetName())
+	h.r.latency.Forget(e.Object.GetName())
 	h.enqueue(ctx, q, e.Object.GetName(), e.Object.GetLabels())
 }
 
@@ -60,7 +60,7 @@ func terminating(o metav1.Object) bool {
 // now; before the enqueue, so that the reconcile cannot finish first.
 func (h *namespaceHandler) startClock(ctx context.Context, namespace string, labels map[string]string) {
 	for _, name := range h.r.instancesForNamespace(ctx, namespace, labels) {
-		h.r.Latency.Seen(name, namespace)
+		h.r.latency.Seen(name, namespace)
 	}
 }
 

@@ -46,6 +46,7 @@ func TestNamespacesAreLive(t *testing.T) {
 	// ServiceAccount of the binding's namespace.
 	rb := get(t, binding.BindingName(si.Name, view), selected, &rbacv1.RoleBinding{})
 	assert.Equal(t, map[string]string{
+		oriav1alpha1.LabelManaged:       oriav1alpha1.ManagedValue,
 		oriav1alpha1.LabelManagedBy:     oriav1alpha1.ManagedByValue,
 		oriav1alpha1.LabelScopeInstance: si.Name,
 		oriav1alpha1.LabelScopeTemplate: tmpl.Name,
@@ -202,7 +203,7 @@ func TestTerminatingNamespaceIsSkipped(t *testing.T) {
 	// Even with its binding gone, a reconcile writes nothing there and
 	// reports no error.
 	require.NoError(t, k8sClient.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: binding.BindingName(si.Name, "view"), Namespace: dying}}))
-	r, counter := countingReconciler()
+	r, counter := countingReconciler(t)
 	testutil.EventuallyQuiet(t, r, counter, reconcile.Request{NamespacedName: types.NamespacedName{Name: si.Name}})
 	assert.True(t, notFound(binding.BindingName(si.Name, "view"), dying, &rbacv1.RoleBinding{}))
 }

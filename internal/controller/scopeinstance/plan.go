@@ -21,15 +21,33 @@ import (
 	"github.com/operator-framework/oria/internal/publish"
 )
 
-// plan is what one reconcile read and decided.
+// plan is what one reconcile read and decided. Every plan records when
+// and how the window (spec.notBefore, spec.expiresAt) was judged and the
+// namespace UIDs to record (pins: status.namespaceUIDs, see
+// binding.PinNamespaces); then it has one of two shapes, exactly one set:
+//
+//   - bind: inside the window, with a valid spec: the bindings to write,
+//     keep and delete (bindPlan, gather);
+//   - revoke: outside the window (closedPlan, window.go), or with a spec
+//     error (frozenPlan, frozen.go): nothing is written, only the bindings
+//     to delete (revokePlan).
 type plan struct {
 	// recheck is how often the controller looks again at what it does not
 	// watch (the configured interval), for the status messages.
 	recheck time.Duration
-	// specErr is set when the spec (or its template) must be fixed by the
-	// user: nothing new is written then, and existing bindings stay only as
-	// far as the current spec still allows them (frozenPlan).
-	specErr  *binding.SpecError
+	// now is the instant the window was judged at, phase where now lies in
+	// it.
+	now    time.Time
+	window binding.Window
+	phase  binding.Phase
+	pins   map[string]string
+
+	bind   *bindPlan
+	revoke *revokePlan
+}
+
+// bindPlan is the plan of an instance inside its window with a valid spec.
+type bindPlan struct {
 	template *oriav1alpha1.ScopeTemplate
 	// roles to bind: referenced roles and inline roles that are in place.
 	roles []string
@@ -43,35 +61,48 @@ type plan struct {
 	// ones stay; withheld counts the bindings not made.
 	ahead    []string
 	withheld int
-	// pins are the namespace UIDs to record (status.namespaceUIDs; see
-	// binding.PinNamespaces).
-	pins    map[string]string
-	targets binding.Targets
+	targets  binding.Targets
 	// wantRBs / wantCRBs are the intended bindings; existing* the cached
 	// bindings of the instance; stale* those to delete.
 	wantRBs                 []*rbacv1.RoleBinding
 	wantCRBs                []*rbacv1.ClusterRoleBinding
 	existingRBs, staleRBs   []*rbacv1.RoleBinding
 	existingCRBs, staleCRBs []*rbacv1.ClusterRoleBinding
-	// ceiling is set for an instance with a serviceAccount (attenuated;
-	// see ceiling.go) without a spec error; inlineRules are then the rules
-	// its inline roles in place have now. With a spec error, stale* are the
-	// bindings its ServiceAccount no longer vouches for.
-	attenuated  bool
+	// ceiling is set for an instance with a ServiceAccount ceiling
+	// (spec.serviceAccount; see ceiling.go), inlineRules then the rules
+	// its inline roles in place have now.
 	ceiling     *ceiling
 	inlineRules map[string][]rbacv1.PolicyRule
-	// now is the instant the window (spec.notBefore, spec.expiresAt) was
-	// judged at, phase where now lies in it: outside (Pending, Expired)
-	// the plan only deletes (stale* are every binding; see window.go).
-	now    time.Time
-	window binding.Window
-	phase  binding.Phase
+}
+
+// revokePlan is the plan of an instance that writes nothing: outside its
+// window (every binding goes), or with a spec error (the bindings its
+// current spec no longer allows go, and, with a ceiling, those its
+// ServiceAccount no longer vouches for).
+type revokePlan struct {
+	// specErr is the spec error; unset outside the window.
+	specErr *binding.SpecError
+	// cluster: the instance binds cluster-wide (its status' scope).
+	cluster bool
+	// ceiling: the instance names a ceiling ServiceAccount.
+	ceiling bool
+	rbs     []*rbacv1.RoleBinding
+	crbs    []*rbacv1.ClusterRoleBinding
+}
+
+// hasCeiling reports whether the instance names a ceiling ServiceAccount:
+// what its bindings may grant then depends on what oria does not watch.
+func (p *plan) hasCeiling() bool {
+	if p.bind != nil {
+		return p.bind.ceiling != nil
+	}
+	return p.revoke.ceiling
 }
 
 // serviceAccountMissing reports whether the instance's ServiceAccount does
 // not exist (a spec error looked at again within ServiceAccountRecheck).
 func (p *plan) serviceAccountMissing() bool {
-	return p.specErr != nil && p.specErr.Reason == oriav1alpha1.ReasonServiceAccountNotFound
+	return p.revoke != nil && p.revoke.specErr != nil && p.revoke.specErr.Reason == oriav1alpha1.ReasonServiceAccountNotFound
 }
 
 // gather reads what a reconcile of si inside its window (see Gather) needs
@@ -85,7 +116,7 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 		}
 	}
 	pins, recreated := binding.PinNamespaces(si.Spec.Namespaces, nss, si.Status.NamespaceUIDs, si.Status.ObservedGeneration != si.Generation)
-	p, serr, err := r.resolve(ctx, si, nss, recreated)
+	b, serr, err := r.resolve(ctx, si, nss, recreated)
 	if err != nil {
 		return nil, err
 	}
@@ -98,35 +129,37 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 		serr = &binding.SpecError{Reason: oriav1alpha1.ReasonInvalidSpec, Message: err.Error() + "; nothing is changed until it is fixed"}
 	}
 	if serr != nil {
-		return r.frozenPlan(ctx, si, serr, nss, pins, recreated)
-	}
-	p.pins = pins
-	subj := p.template.Spec.BindingTemplate.Subjects
-	if p.targets.Cluster {
-		p.wantCRBs = binding.ClusterRoleBindings(si, p.template.Name, p.roles, subj)
-	} else {
-		p.wantRBs = binding.RoleBindings(si, p.template.Name, p.roles, subj, p.targets.Namespaces)
-	}
-	if p.existingRBs, p.existingCRBs, err = r.existingBindings(ctx, si.Name); err != nil {
-		return nil, err
-	}
-	p.withholdAhead()
-	keep := binding.Keep(si.Name, append(binding.Objects(p.wantRBs), binding.Objects(p.wantCRBs)...), p.targets, p.pending)
-	p.staleRBs = binding.Stale(p.existingRBs, keep, p.targets)
-	p.staleCRBs = binding.Stale(p.existingCRBs, keep, p.targets)
-	if sa := si.Spec.ServiceAccount; sa != nil {
-		p.attenuated = true
-		if p.ceiling, err = r.ceilings(ctx, *sa, p); err != nil {
+		rp, err := r.frozenPlan(ctx, si, serr, nss, recreated)
+		if err != nil {
 			return nil, err
 		}
-		p.ceiling.annotate(p)
+		return &plan{recheck: r.recheck(), pins: pins, revoke: rp}, nil
 	}
-	return p, nil
+	subj := b.template.Spec.BindingTemplate.Subjects
+	if b.targets.Cluster {
+		b.wantCRBs = binding.ClusterRoleBindings(si, b.template.Name, b.roles, subj)
+	} else {
+		b.wantRBs = binding.RoleBindings(si, b.template.Name, b.roles, subj, b.targets.Namespaces)
+	}
+	if b.existingRBs, b.existingCRBs, err = r.existingBindings(si.Name); err != nil {
+		return nil, err
+	}
+	b.withholdAhead()
+	keep := binding.Keep(si.Name, append(binding.Objects(b.wantRBs), binding.Objects(b.wantCRBs)...), b.targets, b.pending)
+	b.staleRBs = binding.Stale(b.existingRBs, keep, b.targets)
+	b.staleCRBs = binding.Stale(b.existingCRBs, keep, b.targets)
+	if sa := si.Spec.ServiceAccount; sa != nil {
+		if b.ceiling, err = r.ceilings(ctx, *sa, b); err != nil {
+			return nil, err
+		}
+		b.ceiling.annotate(b)
+	}
+	return &plan{recheck: r.recheck(), pins: pins, bind: b}, nil
 }
 
 // resolve reads the template, checks the spec and finds the targets. A
 // SpecError is the user's to fix; an error is retried.
-func (r *Reconciler) resolve(ctx context.Context, si *oriav1alpha1.ScopeInstance, nss []binding.Namespace, recreated []string) (*plan, *binding.SpecError, error) {
+func (r *Reconciler) resolve(ctx context.Context, si *oriav1alpha1.ScopeInstance, nss []binding.Namespace, recreated []string) (*bindPlan, *binding.SpecError, error) {
 	if _, serr := binding.Selector(si.Spec); serr != nil {
 		return nil, serr, nil
 	}
@@ -142,7 +175,7 @@ func (r *Reconciler) resolve(ctx context.Context, si *oriav1alpha1.ScopeInstance
 		return nil, &binding.SpecError{Reason: oriav1alpha1.ReasonTemplateInvalid, Message: fmt.Sprintf(
 			"ScopeTemplate %q is not valid (%s: %s); existing bindings are kept until it is fixed", t.Name, serr.Reason, serr.Message)}, nil
 	}
-	p := &plan{template: t, recheck: r.recheck()}
+	p := &bindPlan{template: t}
 	if binding.IsClusterWide(si.Spec) {
 		if serr := binding.ValidateClusterSubjects(t.Spec.BindingTemplate.Subjects); serr != nil {
 			serr.Message = fmt.Sprintf("ScopeTemplate %q: %s", t.Name, serr.Message)
@@ -230,19 +263,12 @@ func (r *Reconciler) namespaces(ctx context.Context) ([]binding.Namespace, error
 	return out, nil
 }
 
-// existingBindings returns the cached bindings of the named instance. They
-// are the cache's own objects, read-only: the engine copies an object before
-// it changes it (5,000 bindings per reconcile at scale, never copied).
-func (r *Reconciler) existingBindings(ctx context.Context, instance string) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
-	value := names.LabelValue(instance)
-	var rbs []*rbacv1.RoleBinding
-	var crbs []*rbacv1.ClusterRoleBinding
-	var err error
-	if r.Bindings != nil {
-		rbs, crbs, err = r.Bindings.List(value)
-	} else {
-		rbs, crbs, err = listBindings(ctx, r.Client, value)
-	}
+// existingBindings returns the cached bindings of the named instance
+// (lookup.InstanceBindings). They are the cache's own objects, read-only:
+// the engine copies an object before it changes it (5,000 bindings per
+// reconcile at scale, never copied).
+func (r *Reconciler) existingBindings(instance string) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
+	rbs, crbs, err := r.Bindings.List(names.LabelValue(instance))
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing the bindings of ScopeInstance %q: %w", instance, err)
 	}
@@ -253,27 +279,4 @@ func (r *Reconciler) existingBindings(ctx context.Context, instance string) ([]*
 	}
 	return slices.DeleteFunc(rbs, func(b *rbacv1.RoleBinding) bool { return another(b) }),
 		slices.DeleteFunc(crbs, func(b *rbacv1.ClusterRoleBinding) bool { return another(b) }), nil
-}
-
-// listBindings lists the bindings labelled for an instance through c, for a
-// Reconciler without Bindings (tests around a wrapped client).
-func listBindings(ctx context.Context, c client.Reader, value string) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
-	sel := []client.ListOption{client.MatchingLabels{oriav1alpha1.LabelScopeInstance: value}, client.UnsafeDisableDeepCopy}
-	var rbl rbacv1.RoleBindingList
-	if err := c.List(ctx, &rbl, sel...); err != nil {
-		return nil, nil, err
-	}
-	var crbl rbacv1.ClusterRoleBindingList
-	if err := c.List(ctx, &crbl, sel...); err != nil {
-		return nil, nil, err
-	}
-	rbs := make([]*rbacv1.RoleBinding, len(rbl.Items))
-	for i := range rbl.Items {
-		rbs[i] = &rbl.Items[i]
-	}
-	crbs := make([]*rbacv1.ClusterRoleBinding, len(crbl.Items))
-	for i := range crbl.Items {
-		crbs[i] = &crbl.Items[i]
-	}
-	return rbs, crbs, nil
 }

@@ -111,7 +111,7 @@ func TestPublication(t *testing.T) {
 
 	// An unchanged world: no write, to the ConfigMap, the workloads or the
 	// status.
-	r, counter := countingReconciler()
+	r, counter := countingReconciler(t)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: si.Name}}
 	testutil.EventuallyQuiet(t, r, counter, req)
 	testutil.Quiet(t, r, counter, req, 3)

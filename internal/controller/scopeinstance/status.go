@@ -37,9 +37,9 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 	case p.phase != binding.WindowOpen:
 		closedStatus(&st, p, res, err, ready)
 		return st
-	case p.specErr != nil:
+	case p.revoke != nil:
 		st.NamespaceUIDs = p.pins
-		ready(metav1.ConditionFalse, p.specErr.Reason, p.specErr.Message)
+		ready(metav1.ConditionFalse, p.revoke.specErr.Reason, p.revoke.specErr.Message)
 		// Bindings its ServiceAccount no longer vouches for went even so.
 		st.BoundNamespaces = slices.DeleteFunc(st.BoundNamespaces, func(ns string) bool {
 			return slices.ContainsFunc(res.summary.Changed[engine.Deleted], func(o engine.Outcome) bool { return o.Namespace == ns })
@@ -47,6 +47,13 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 		st.BoundNamespaceCount = int32(len(st.BoundNamespaces))
 		return st
 	}
+	boundStatus(&st, si, p, res, err, ready)
+	return st
+}
+
+// boundStatus is computeStatus inside the window with a valid spec.
+func boundStatus(st *oriav1alpha1.ScopeInstanceStatus, si *oriav1alpha1.ScopeInstance, pl *plan, res result, err error, ready status.Ready) {
+	p := pl.bind
 	st.Scope = oriav1alpha1.ScopeNamespaces
 	if p.targets.Cluster {
 		st.Scope = oriav1alpha1.ScopeCluster
@@ -55,7 +62,7 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 	st.BoundNamespaceCount = int32(len(st.BoundNamespaces))
 	st.PartiallyBoundNamespaceCount = int32(partialNamespaces(res.bound, res.ensuredRBs))
 	st.Publication = res.published.Status
-	st.NamespaceUIDs = p.pins
+	st.NamespaceUIDs = pl.pins
 	switch {
 	case err != nil:
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
@@ -70,12 +77,12 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 		}
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonForbidden, fmt.Sprintf(
 			"ServiceAccount %s/%s (spec.serviceAccount) may not grant %d binding(s), %s: %s (%s; oria tries again every %s)",
-			sa.Namespace, sa.Name, len(res.summary.Forbidden), written, errorList(res.summary.Forbidden, 3), boundWhere(p, st), cmp.Or(p.recheck, DefaultRecheckInterval)))
+			sa.Namespace, sa.Name, len(res.summary.Forbidden), written, errorList(res.summary.Forbidden, 3), boundWhere(p, *st), cmp.Or(pl.recheck, DefaultRecheckInterval)))
 	case len(p.targets.Recreated) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceRecreated, fmt.Sprintf(
 			"namespace(s) %s were deleted and created again since this spec was written: a grant checked for the old namespace is not carried over, "+
 				"so they are not bound until the spec is written again (remove them from spec.namespaces and add them back; a namespaceSelector follows names) (%s)",
-			status.Enumerate(p.targets.Recreated, 10), boundWhere(p, st)))
+			status.Enumerate(p.targets.Recreated, 10), boundWhere(p, *st)))
 	case len(p.targets.Missing) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound,
 			fmt.Sprintf("namespace(s) %s do not exist; they are bound as soon as they are created (bound in %d other namespace(s))",
@@ -90,26 +97,25 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 	case p.withheld > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonWaitingForRules, fmt.Sprintf(
 			"%d binding(s) of ClusterRole(s) %s wait until the role holds ScopeTemplate %q's current rules (no binding is made against rules not checked for it; %s)",
-			p.withheld, status.Enumerate(p.ahead, 10), p.template.Name, boundWhere(p, st)))
+			p.withheld, status.Enumerate(p.ahead, 10), p.template.Name, boundWhere(p, *st)))
 	case templateReason(p.template) == oriav1alpha1.ReasonClusterRoleNotFound:
 		c := meta.FindStatusCondition(p.template.Status.Conditions, oriav1alpha1.TypeReady)
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound,
-			fmt.Sprintf("%s, but ScopeTemplate %q: %s", boundWhere(p, st), p.template.Name, c.Message))
+			fmt.Sprintf("%s, but ScopeTemplate %q: %s", boundWhere(p, *st), p.template.Name, c.Message))
 	case res.published.NoNamespace != "":
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonPublicationNamespaceNotFound, fmt.Sprintf(
-			"%s, but namespace %q (spec.publication.configMap.namespace) does not exist; the list is published there as soon as it is created", boundWhere(p, st), res.published.NoNamespace))
+			"%s, but namespace %q (spec.publication.configMap.namespace) does not exist; the list is published there as soon as it is created", boundWhere(p, *st), res.published.NoNamespace))
 	case res.published.Conflict != "":
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, fmt.Sprintf(
-			"%s, but spec.publication: %s; oria leaves it as it is and looks again every %s", boundWhere(p, st), res.published.Conflict, DefaultRecheckInterval))
+			"%s, but spec.publication: %s; oria leaves it as it is and looks again every %s", boundWhere(p, *st), res.published.Conflict, DefaultRecheckInterval))
 	case !p.targets.Cluster && len(st.BoundNamespaces) == 0:
 		// A selector that matches nothing yet is a standing rule, not an
 		// error; it says so rather than claiming a grant.
 		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, fmt.Sprintf(
-			"%d ClusterRole(s) bound in 0 namespaces%s: no namespace matches yet; namespaces are bound as soon as they match", len(p.roles), windowNote(p)))
+			"%d ClusterRole(s) bound in 0 namespaces%s: no namespace matches yet; namespaces are bound as soon as they match", len(p.roles), windowNote(pl)))
 	default:
-		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, boundWhere(p, st)+windowNote(p))
+		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, boundWhere(p, *st)+windowNote(pl))
 	}
-	return st
 }
 
 // routineChange reports whether after differs from before only in what the
@@ -146,7 +152,7 @@ func templateReason(t *oriav1alpha1.ScopeTemplate) string {
 }
 
 // boundWhere says where the roles are bound, for a message.
-func boundWhere(p *plan, st oriav1alpha1.ScopeInstanceStatus) string {
+func boundWhere(p *bindPlan, st oriav1alpha1.ScopeInstanceStatus) string {
 	if p.targets.Cluster {
 		return fmt.Sprintf("%d ClusterRole(s) bound cluster-wide", len(p.roles))
 	}
@@ -180,7 +186,7 @@ func partialNamespaces(bound []string, ensured []engine.Outcome) int {
 // binding is in place (ensured: the outcomes of the intended bindings,
 // before any stale one is deleted), sorted. A reconcile computes it once:
 // it is both the published list and status.boundNamespaces.
-func boundNamespaces(instance string, p *plan, ensured engine.Summary) []string {
+func boundNamespaces(instance string, p *bindPlan, ensured engine.Summary) []string {
 	if p.targets.Cluster {
 		return nil
 	}
@@ -209,9 +215,6 @@ func pendingBound(instance, ns string, pending []string, existing map[types.Name
 // recordEvents emits one Event per kind of change with counts (naming the
 // first namespaces), never one per namespace.
 func (r *Reconciler) recordEvents(si *oriav1alpha1.ScopeInstance, rbs, crbs, delRBs, delCRBs []engine.Outcome, conflicts []string) {
-	if r.Recorder == nil {
-		return
-	}
 	count := func(action engine.Action, lists ...[]engine.Outcome) (n int, nss map[string]bool) {
 		nss = map[string]bool{}
 		for _, l := range lists {

@@ -18,8 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller"
 	"github.com/operator-framework/oria/internal/controller/scopeinstance"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/publish"
 	"github.com/operator-framework/oria/internal/testutil"
 )
@@ -31,13 +33,21 @@ var (
 	// mgr runs the ScopeTemplate and ScopeInstance controllers for the
 	// whole package; tests use their own names and namespaces.
 	mgr ctrl.Manager
+	// deps are the ScopeInstance controller's, as controller.SetupAll
+	// makes them: a Reconciler a test builds shares them.
+	deps scopeinstance.Deps
 )
 
 func TestMain(m *testing.M) {
 	testutil.RunWithManager(m, &k8sClient, &mgr, func(mg ctrl.Manager) error {
+		s, err := controller.NewShared(mg, engine.Unobserved)
+		if err != nil {
+			return err
+		}
+		deps = s.ScopeInstanceDeps(mg)
 		return errors.Join(
-			scopetemplate.SetupWithManager(mg, scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}),
-			scopeinstance.SetupWithManager(mg, scopeinstance.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second,
+			scopetemplate.SetupWithManager(mg, s.ScopeTemplateDeps(mg), scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second}),
+			scopeinstance.SetupWithManager(mg, deps, scopeinstance.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second,
 				Timing: publish.Timing{Quiet: time.Second}, ExpiryWarning: 2 * time.Second}),
 		)
 	})

@@ -101,11 +101,7 @@ func TestRefusedUnvouched(t *testing.T) {
 
 func TestCeilingAnnotate(t *testing.T) {
 	c := &ceiling{values: map[string]string{"inline": "new", "pending": "p-new"}}
-	p := &plan{
-		wantRBs:     []*rbacv1.RoleBinding{ceilingRB("a", "inline", "")},
-		existingRBs: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "old"), ceilingRB("a", "pending", "p-old"), ceilingRB("b", "pending", "p-new"), ceilingRB("z", "gone", "")},
-		staleRBs:    []*rbacv1.RoleBinding{ceilingRB("z", "gone", "")},
-	}
+	p := &bindPlan{wantRBs: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "")}, existingRBs: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "old"), ceilingRB("a", "pending", "p-old"), ceilingRB("b", "pending", "p-new"), ceilingRB("z", "gone", "")}, staleRBs: []*rbacv1.RoleBinding{ceilingRB("z", "gone", "")}}
 	c.annotate(p)
 	if d := cmp.Diff([]string{"a/b-inline@new"}, keys(p.wantRBs)); d != "" {
 		t.Errorf("intended bindings (-want +got):\n%s", d)
@@ -122,7 +118,7 @@ func TestCeilingAnnotate(t *testing.T) {
 func TestComputeStatusRevoked(t *testing.T) {
 	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "si", Generation: 2},
 		Spec: oriav1alpha1.ScopeInstanceSpec{ServiceAccount: &oriav1alpha1.ServiceAccountReference{Namespace: "sa-ns", Name: "sa-x"}}}
-	p := &plan{template: &oriav1alpha1.ScopeTemplate{}, roles: []string{"inline"}, targets: binding.Targets{Namespaces: []string{"a", "b"}}}
+	p := &plan{bind: &bindPlan{template: &oriav1alpha1.ScopeTemplate{}, roles: []string{"inline"}, targets: binding.Targets{Namespaces: []string{"a", "b"}}}}
 	refused := []engine.Outcome{{Namespace: "b", Name: "si-inline", Action: engine.Forbidden, Err: errors.New(`user "x" may not bind ClusterRole "inline" (missing: get secrets)`)}}
 	res := result{summary: engine.Summarize(refused, []engine.Outcome{{Namespace: "b", Name: "si-inline", Action: engine.Deleted}}), revoked: 1}
 	st := computeStatus(si, p, withBound(si.Name, p, res), nil)

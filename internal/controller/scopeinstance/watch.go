@@ -18,7 +18,7 @@ import (
 // publisher is the publication step of a reconcile (package publish),
 // writing as oria.
 func (r *Reconciler) publisher() *publish.Publisher {
-	return &publish.Publisher{Cache: r.Client, APIReader: r.APIReader, Writer: r.writer(), Recorder: r.Recorder, Timing: r.Timing}
+	return &publish.Publisher{Cache: r.Client, APIReader: r.APIReader, Writer: r.writer(), Recorder: r.Recorder, Timing: r.opts.Timing}
 }
 
 // instancesForConfigMap maps a ConfigMap oria publishes into to the

@@ -48,12 +48,7 @@ const (
 	EventAccessExpired = "AccessExpired"
 )
 
-func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
+func (r *Reconciler) now() time.Time { return r.opts.Now() }
 
 // Gather judges the instance's window at this instant, then reads what the
 // reconcile needs: inside the window everything (gather), outside it only
@@ -76,12 +71,13 @@ func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 }
 
 // closedPlan is the plan of an instance outside its window: every binding
-// it has is stale. While it is pending, the listed namespaces are pinned as
+// it has goes. While it is pending, the listed namespaces are pinned as
 // usual (status.namespaceUIDs): the window opens on the namespaces the spec
 // was admitted for.
 func (r *Reconciler) closedPlan(ctx context.Context, si *oriav1alpha1.ScopeInstance, phase binding.Phase) (*plan, error) {
-	p := &plan{recheck: r.recheck(), pins: si.Status.NamespaceUIDs, targets: binding.Targets{Cluster: binding.IsClusterWide(si.Spec)}}
-	if phase == binding.WindowPending && !p.targets.Cluster {
+	rp := &revokePlan{cluster: binding.IsClusterWide(si.Spec), ceiling: si.Spec.ServiceAccount != nil}
+	p := &plan{recheck: r.recheck(), pins: si.Status.NamespaceUIDs, revoke: rp}
+	if phase == binding.WindowPending && !rp.cluster {
 		nss, err := r.namespaces(ctx)
 		if err != nil {
 			return nil, err
@@ -89,21 +85,26 @@ func (r *Reconciler) closedPlan(ctx context.Context, si *oriav1alpha1.ScopeInsta
 		p.pins, _ = binding.PinNamespaces(si.Spec.Namespaces, nss, si.Status.NamespaceUIDs, si.Status.ObservedGeneration != si.Generation)
 	}
 	var err error
-	if p.staleRBs, p.staleCRBs, err = r.existingBindings(ctx, si.Name); err != nil {
+	if rp.rbs, rp.crbs, err = r.existingBindings(si.Name); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// writeClosed deletes every binding of an instance outside its window
-// first, through the engine as any revocation (with oria's own rights, as
-// revokeFrozen); then publishes the list of what is left bound (none of the
-// instance's namespaces). At the expiry, the AccessExpired event says how
-// many bindings went; otherwise BindingsDeleted does.
-func (r *Reconciler) writeClosed(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
+// revokeAll deletes, as oria, every binding of p.revoke (with oria's own
+// rights, whatever the ceiling: taking access away needs none), and
+// returns what it did.
+func (r *Reconciler) revokeAll(ctx context.Context, p *revokePlan) (rbs, crbs []engine.Outcome) {
 	w := r.writer()
-	rbs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)
-	crbs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)
+	return engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.rbs), engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.crbs)
+}
+
+// writeClosed deletes every binding of an instance outside its window
+// first (revokeAll); then publishes the list of what is left bound (none
+// of the instance's namespaces). At the expiry, the AccessExpired event
+// says how many bindings went; otherwise BindingsDeleted does.
+func (r *Reconciler) writeClosed(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
+	rbs, crbs := r.revokeAll(ctx, p.revoke)
 	res := result{summary: engine.Summarize(rbs, crbs), revoked: len(rbs) + len(crbs)}
 	res.published = r.publisher().Publish(ctx, si, false, nil, false)
 	if !r.recordWindow(ctx, si, p, res) {
@@ -117,7 +118,7 @@ func (r *Reconciler) writeClosed(ctx context.Context, si *oriav1alpha1.ScopeInst
 // deletions failed.
 func closedStatus(st *oriav1alpha1.ScopeInstanceStatus, p *plan, res result, err error, ready status.Ready) {
 	st.Scope = oriav1alpha1.ScopeNamespaces
-	if p.targets.Cluster {
+	if p.revoke.cluster {
 		st.Scope = oriav1alpha1.ScopeCluster
 	}
 	st.BoundNamespaces, st.BoundNamespaceCount, st.PartiallyBoundNamespaceCount = nil, 0, 0
@@ -157,7 +158,7 @@ func (r *Reconciler) windowRequeue(p *plan) time.Duration {
 	if next == 0 {
 		return 0
 	}
-	if lead := r.ExpiryWarning; phase == binding.WindowOpen && lead > 0 {
+	if lead := r.opts.ExpiryWarning; phase == binding.WindowOpen && lead > 0 {
 		if warn := next - lead; warn > 0 {
 			next = warn
 		}
@@ -201,11 +202,11 @@ func windowEvent(w binding.Window, phase binding.Phase, now time.Time, prev *met
 // the same transition again), on the instance and on the RBACPolicy it is
 // compiled from. It reports whether it recorded one.
 func (r *Reconciler) recordWindow(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan, res result) bool {
-	if r.Recorder == nil || !p.window.Bounded() {
+	if !p.window.Bounded() {
 		return false
 	}
 	prev := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady)
-	reason := windowEvent(p.window, p.phase, p.now, prev, r.ExpiryWarning, res.revoked)
+	reason := windowEvent(p.window, p.phase, p.now, prev, r.opts.ExpiryWarning, res.revoked)
 	key := windowKey(p.window)
 	if reason == "" || !r.windowEvents.first(si, reason, key) {
 		return false
@@ -221,7 +222,7 @@ func (r *Reconciler) recordWindow(ctx context.Context, si *oriav1alpha1.ScopeIns
 		}
 		// The grant's own Event says how long is left: no warning right
 		// after it.
-		if e := p.window.ExpiresAt; e != nil && r.ExpiryWarning > 0 && e.Sub(p.now) <= r.ExpiryWarning {
+		if e := p.window.ExpiresAt; e != nil && r.opts.ExpiryWarning > 0 && e.Sub(p.now) <= r.opts.ExpiryWarning {
 			r.windowEvents.first(si, EventAccessExpiring, key)
 		}
 	case EventAccessExpiring:
@@ -250,8 +251,10 @@ func windowKey(w binding.Window) string {
 
 // subjectsOf names the subjects of the instance's template, for an Event.
 func (r *Reconciler) subjectsOf(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) string {
-	t := p.template
-	if t == nil {
+	var t *oriav1alpha1.ScopeTemplate
+	if p.bind != nil {
+		t = p.bind.template
+	} else {
 		t = &oriav1alpha1.ScopeTemplate{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: si.Spec.ScopeTemplateName}, t); err != nil {
 			return fmt.Sprintf("the subjects of ScopeTemplate %q", si.Spec.ScopeTemplateName)

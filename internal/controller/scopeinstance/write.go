@@ -17,12 +17,12 @@ import (
 // Cleanup removes the bindings of a deleted instance, and what it
 // published.
 func (r *Reconciler) Cleanup(ctx context.Context, instance string) error {
-	r.Spacing.Forget(instance)
+	r.spacing.Forget(instance)
 	r.windowEvents.forget(instance)
 	if err := r.publisher().Withdraw(ctx, instance, nil); err != nil {
 		return err
 	}
-	rbs, crbs, err := r.existingBindings(ctx, instance)
+	rbs, crbs, err := r.existingBindings(instance)
 	if err != nil {
 		return err
 	}
@@ -36,8 +36,9 @@ func (r *Reconciler) Cleanup(ctx context.Context, instance string) error {
 	return summarizeErrors(s.Errors)
 }
 
+// writer is the engine's writer of one reconcile, writing as oria.
 func (r *Reconciler) writer() *engine.Writer {
-	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Workers: r.Workers, Memo: r.Memo, Engine: r.Engine, Recheck: r.recheck()}
+	return r.Base.Writer(r.recheck(), r.opts.Workers)
 }
 
 // result is what the writes of one reconcile did.
@@ -70,18 +71,30 @@ func (res result) err() error {
 // watch, so that only a look after a while notices a change: someone
 // else's object in conflict (a binding, a ClusterRole, a ConfigMap key),
 // what the ServiceAccount may grant (refused), the referenced roles of an
-// attenuated instance (see ceiling.go).
+// instance with a ceiling (see ceiling.go).
 func (res result) unwatched(p *plan) bool {
-	return len(res.conflicts) > 0 || res.refused() || res.published.Conflict != "" || p.attenuated
+	return len(res.conflicts) > 0 || res.refused() || res.published.Conflict != "" || p.hasCeiling()
 }
 
-// write creates and repairs first, publishes (publish.Publisher), deletes after,
-// so that a changed role never leaves a gap without access and a published
-// namespace always has its bindings. For an instance with a
-// serviceAccount, the ServiceAccount is asked first about roles whose new
-// rules are held back, and a binding it no longer vouches for is deleted
-// at once (see ceiling.go).
-func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
+// write carries out a bind plan: it creates and repairs first, publishes
+// (publish.Publisher), deletes after, so that a changed role never leaves a
+// gap without access and a published namespace always has its bindings.
+// For an instance with a ceiling, the ServiceAccount is asked first about
+// roles whose new rules are held back, and a binding it no longer vouches
+// for is deleted at once (see ceiling.go). The calls, in order:
+//
+//   - writerFor (serviceaccount.go): oria's writer, or one granting as the
+//     ceiling ServiceAccount;
+//   - vouch (ceiling.go): authz.Authorizer.CheckBindAll for the
+//     ServiceAccount;
+//   - engine.Ensure of the RoleBindings and ClusterRoleBindings
+//     (engine/ensure.go);
+//   - revoke (ceiling.go): engine.Delete of what the ServiceAccount no
+//     longer vouches for;
+//   - publish.Publisher.Publish (publish/publisher.go), whose writes are
+//     engine.ApplyKey, CreateNew, Disown, ApplyRestart (engine/shared.go);
+//   - engine.Delete of the stale bindings (engine/ensure.go).
+func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *bindPlan) (result, error) {
 	w, err := r.writerFor(si)
 	if err != nil {
 		return result{}, err
@@ -99,7 +112,7 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, v.crbs, existingCRBs)
 	revokedRBs, revokedCRBs := revoke(ctx, w, v, ensuredRBs, ensuredCRBs, existingRBs, existingCRBs)
 	ensuredRBs, ensuredCRBs = append(ensuredRBs, v.refusedRBs...), append(ensuredCRBs, v.refusedCRBs...)
-	r.Latency.Bound(si.Name, ensuredRBs)
+	r.latency.Bound(si.Name, ensuredRBs)
 	ensured := engine.Summarize(ensuredRBs, ensuredCRBs)
 	bound := boundNamespaces(si.Name, p, ensured)
 	clusterOK := len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted)+p.withheld == 0

@@ -79,10 +79,10 @@ func unconfirmed(roles map[string]string, bindings map[string][]ceilingBinding) 
 }
 
 // held returns the inline roles of p whose new rules wait for a ceiling,
-// with the instances they wait for; attenuated are the template's
+// with the instances they wait for; withCeiling are the template's
 // instances with a serviceAccount.
-func (r *Reconciler) held(ctx context.Context, p *plan, attenuated []string) (map[string][]string, error) {
-	if len(attenuated) == 0 {
+func (r *Reconciler) held(p *plan, withCeiling []string) (map[string][]string, error) {
+	if len(withCeiling) == 0 {
 		return nil, nil
 	}
 	roles := changing(p.desired, p.cached)
@@ -90,8 +90,8 @@ func (r *Reconciler) held(ctx context.Context, p *plan, attenuated []string) (ma
 		return nil, nil
 	}
 	bindings := map[string][]ceilingBinding{}
-	for _, instance := range attenuated {
-		rbs, crbs, err := r.instanceBindings(ctx, instance)
+	for _, instance := range withCeiling {
+		rbs, crbs, err := r.instanceBindings(instance)
 		if err != nil {
 			return nil, err
 		}
@@ -109,32 +109,11 @@ func (r *Reconciler) held(ctx context.Context, p *plan, attenuated []string) (ma
 }
 
 // instanceBindings returns the cached bindings labelled for instance and
-// not controlled by another one.
-func (r *Reconciler) instanceBindings(ctx context.Context, instance string) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
-	value := names.LabelValue(instance)
-	var rbs []*rbacv1.RoleBinding
-	var crbs []*rbacv1.ClusterRoleBinding
-	if r.Bindings != nil {
-		var err error
-		if rbs, crbs, err = r.Bindings.List(value); err != nil {
-			return nil, nil, fmt.Errorf("listing the bindings of ScopeInstance %q: %w", instance, err)
-		}
-	} else {
-		sel := []client.ListOption{client.MatchingLabels{oriav1alpha1.LabelScopeInstance: value}}
-		var rbl rbacv1.RoleBindingList
-		var crbl rbacv1.ClusterRoleBindingList
-		if err := r.Client.List(ctx, &rbl, sel...); err != nil {
-			return nil, nil, fmt.Errorf("listing the RoleBindings of ScopeInstance %q: %w", instance, err)
-		}
-		if err := r.Client.List(ctx, &crbl, sel...); err != nil {
-			return nil, nil, fmt.Errorf("listing the ClusterRoleBindings of ScopeInstance %q: %w", instance, err)
-		}
-		for i := range rbl.Items {
-			rbs = append(rbs, &rbl.Items[i])
-		}
-		for i := range crbl.Items {
-			crbs = append(crbs, &crbl.Items[i])
-		}
+// not controlled by another one (lookup.InstanceBindings).
+func (r *Reconciler) instanceBindings(instance string) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
+	rbs, crbs, err := r.Bindings.List(names.LabelValue(instance))
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing the bindings of ScopeInstance %q: %w", instance, err)
 	}
 	mine := func(o client.Object) bool {
 		return ownership.NotControlledByOther(o, ownership.KindScopeInstance, instance)

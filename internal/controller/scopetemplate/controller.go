@@ -24,7 +24,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -67,7 +66,7 @@ const DefaultRecheckInterval = 30 * time.Second
 // once.
 const DefaultMaxConcurrentReconciles = 4
 
-// Options configure the controller.
+// Options configure the controller; every field has a default.
 type Options struct {
 	// MaxConcurrentReconciles is the number of workers
 	// (DefaultMaxConcurrentReconciles when 0).
@@ -75,53 +74,45 @@ type Options struct {
 	// ConflictRecheckInterval: see DefaultRecheckInterval (the default
 	// when 0).
 	ConflictRecheckInterval time.Duration
-	// Engine is the write engine's state shared by one set of controllers
-	// (controller.SetupAll passes one to all); nil makes one of its own.
-	Engine *engine.Engine
 }
 
-// Reconciler reconciles ScopeTemplates.
+// Deps are what the controller is built from, each required (New refuses
+// a missing one): controller.SetupAll builds them once per manager, and
+// the integration tests build theirs with the same constructors.
+type Deps struct {
+	// Base: the clients (APIReader reads a ClusterRole without oria's
+	// labels), Events on templates, the engine and the Memo.
+	reconciler.Base
+	// Bindings looks up an instance's cached bindings by index: new
+	// inline rules wait for the ceilings their bindings record (see
+	// ceiling.go).
+	Bindings *lookup.InstanceBindings
+}
+
+// Reconciler reconciles ScopeTemplates. Make one with New.
 type Reconciler struct {
-	// Client reads from the cache and writes to the API server.
-	Client client.Client
-	// APIReader reads from the API server: a ClusterRole without oria's
-	// labels is not in the cache.
-	APIReader client.Reader
-	// Recorder emits Events on templates.
-	Recorder events.EventRecorder
+	Deps
+	opts Options
 
 	// warnings remembers the Warning events recorded (WarnOnTransition).
 	warnings reconciler.Warnings
-	// ConflictRecheckInterval: see Options.
-	ConflictRecheckInterval time.Duration
-	// Bindings looks up an instance's cached bindings by index (new inline
-	// rules wait for the ceilings their bindings record, see ceiling.go);
-	// nil lists them through Client by label.
-	Bindings *lookup.InstanceBindings
-	// Engine is the write engine's state this controller shares with the
-	// others of its manager; nil bounds nothing and observes nothing.
-	Engine *engine.Engine
-	// Memo remembers the objects found in conflict for this controller
-	// (see engine.Memo); nil remembers nothing.
-	Memo *engine.Memo
 }
 
-// SetupWithManager registers the controller (and the shared binding
-// indexes) with mgr.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	bindings, err := lookup.NewInstanceBindings(context.Background(), mgr.GetCache())
+// New returns the Reconciler of d and o, or an error naming a missing
+// dependency.
+func New(d Deps, o Options) (*Reconciler, error) {
+	if err := reconciler.Check("the ScopeTemplate controller", d.Base, reconciler.Need{Name: "the binding index", Set: d.Bindings != nil}); err != nil {
+		return nil, err
+	}
+	o.ConflictRecheckInterval = cmp.Or(o.ConflictRecheckInterval, DefaultRecheckInterval)
+	return &Reconciler{Deps: d, opts: o}, nil
+}
+
+// SetupWithManager builds the controller (New) and registers it with mgr.
+func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
+	r, err := New(d, o)
 	if err != nil {
 		return err
-	}
-	r := &Reconciler{
-		Bindings:  bindings,
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  reconciler.LimitEvents(mgr.GetEventRecorder(RecorderName)),
-
-		ConflictRecheckInterval: opts.ConflictRecheckInterval,
-		Engine:                  cmp.Or(opts.Engine, engine.New(nil)),
-		Memo:                    engine.NewMemo(),
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -140,7 +131,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		// held back for it may be due.
 		Watches(&rbacv1.RoleBinding{}, r.templateOfBinding(), builder.WithPredicates(hasCeiling())).
 		Watches(&rbacv1.ClusterRoleBinding{}, r.templateOfBinding(), builder.WithPredicates(hasCeiling())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(opts.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
 		Complete(r)
 }
 
@@ -226,18 +217,19 @@ func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.Scop
 // Requeue looks again after the recheck interval at a conflict or a
 // missing referenced ClusterRole (objects oria does not watch), when the
 // writes relied on an expectation, and while new rules are held back for
-// the ServiceAccounts of attenuated instances (CeilingWaitInterval).
+// the ServiceAccounts of instances with a ceiling (CeilingWaitInterval).
 func (r *Reconciler) Requeue(p *plan, s engine.Summary) time.Duration {
 	return reconciler.Soonest(reconciler.RecheckIf(len(s.Conflicts) > 0 || len(p.missing) > 0, r.recheck()), s.Recheck(),
 		reconciler.RecheckIf(len(p.held) > 0, CeilingWaitInterval))
 }
 
 func (r *Reconciler) recheck() time.Duration {
-	return cmp.Or(r.ConflictRecheckInterval, DefaultRecheckInterval)
+	return r.opts.ConflictRecheckInterval
 }
 
+// writer is the engine's writer of one reconcile.
 func (r *Reconciler) writer() *engine.Writer {
-	return &engine.Writer{Client: r.Client, Reader: r.APIReader, Cache: r.Client, Memo: r.Memo, Engine: r.Engine, Recheck: r.recheck()}
+	return r.Base.Writer(r.recheck(), 0)
 }
 
 // Cleanup removes the inline ClusterRoles of a deleted template.
@@ -259,7 +251,8 @@ func (r *Reconciler) Cleanup(ctx context.Context, template string) error {
 var roleKind = engine.ClusterRoleKind()
 
 // write creates, repairs or deletes the template's inline ClusterRoles as
-// the plan says, and records what changed.
+// the plan says, and records what changed: engine.Ensure, then
+// engine.Delete (engine/ensure.go, engine/delete.go).
 func (r *Reconciler) write(ctx context.Context, t *oriav1alpha1.ScopeTemplate, p *plan) engine.Summary {
 	w := r.writer()
 	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, t.Name) }

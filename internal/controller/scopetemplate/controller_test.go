@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
@@ -60,7 +61,8 @@ func TestInlineRolesExistOnlyWhileUsed(t *testing.T) {
 			if assert.NoError(c, k8sClient.Get(ctx, types.NamespacedName{Name: name}, cr)) {
 				assert.Equal(c, podRules, cr.Rules)
 				assert.Equal(c, map[string]string{
-					oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue, oriav1alpha1.LabelScopeTemplate: tmpl.Name,
+					oriav1alpha1.LabelManaged: oriav1alpha1.ManagedValue, oriav1alpha1.LabelManagedBy: oriav1alpha1.ManagedByValue,
+					oriav1alpha1.LabelScopeTemplate: tmpl.Name,
 				}, cr.Labels)
 				if assert.Len(c, cr.OwnerReferences, 1) {
 					assert.Equal(c, st.UID, cr.OwnerReferences[0].UID)
@@ -306,7 +308,10 @@ func TestUnchangedWorldWritesNothing(t *testing.T) {
 	testutil.EventuallyGet(t, k8sClient, clusterRole("quiet-"+names.Hash(used.Name, "quiet-")))
 
 	c, counter := testutil.CountingClient(mgr.GetClient())
-	r := &scopetemplate.Reconciler{Client: c, APIReader: mgr.GetAPIReader()}
+	d := deps
+	d.Client, d.Recorder = c, &events.FakeRecorder{}
+	r, err := scopetemplate.New(d, scopetemplate.Options{})
+	require.NoError(t, err)
 	for _, name := range []string{used.Name, unused.Name, invalid.Name} {
 		req := reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
 		// The cache may lag the API server by a moment: wait until a

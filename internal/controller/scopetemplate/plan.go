@@ -52,11 +52,11 @@ func (r *Reconciler) Gather(ctx context.Context, t *oriav1alpha1.ScopeTemplate) 
 		return nil, fmt.Errorf("listing the ScopeInstances of the template: %w", err)
 	}
 	p := &plan{recheck: r.recheck()}
-	var attenuated []string
+	var withCeiling []string
 	for _, si := range instances.Items {
 		p.instances = append(p.instances, si.Name)
 		if si.Spec.ServiceAccount != nil {
-			attenuated = append(attenuated, si.Name)
+			withCeiling = append(withCeiling, si.Name)
 		}
 	}
 	slices.Sort(p.instances)
@@ -94,7 +94,7 @@ func (r *Reconciler) Gather(ctx context.Context, t *oriav1alpha1.ScopeTemplate) 
 			p.stale = append(p.stale, cr)
 		}
 	}
-	if p.held, err = r.held(ctx, p, attenuated); err != nil {
+	if p.held, err = r.held(p, withCeiling); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -82,9 +82,6 @@ func conflictMessage(conflicts []error) string {
 
 // recordEvents emits one Event per kind of change, naming the roles.
 func (r *Reconciler) recordEvents(t *oriav1alpha1.ScopeTemplate, ensured, deleted []engine.Outcome) {
-	if r.Recorder == nil {
-		return
-	}
 	byAction := map[engine.Action][]string{}
 	for _, list := range [][]engine.Outcome{ensured, deleted} {
 		for _, o := range list {

@@ -15,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller"
 	"github.com/operator-framework/oria/internal/controller/scopetemplate"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -26,11 +28,18 @@ var (
 	// mgr runs only the ScopeTemplate controller; tests create
 	// ScopeInstances as plain objects (no bindings are written here).
 	mgr ctrl.Manager
+	// deps are the controller's, as controller.SetupAll makes them.
+	deps scopetemplate.Deps
 )
 
 func TestMain(m *testing.M) {
 	testutil.RunWithManager(m, &k8sClient, &mgr, func(mg ctrl.Manager) error {
-		return scopetemplate.SetupWithManager(mg, scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second})
+		s, err := controller.NewShared(mg, engine.Unobserved)
+		if err != nil {
+			return err
+		}
+		deps = s.ScopeTemplateDeps(mg)
+		return scopetemplate.SetupWithManager(mg, deps, scopetemplate.Options{MaxConcurrentReconciles: 4, ConflictRecheckInterval: time.Second})
 	})
 }
 

@@ -61,7 +61,7 @@ type ScopeInstanceSpecApplyConfiguration struct {
 	// means `matchLabels: {team: a}`.
 	// Not with namespaces.
 	NamespaceSelector *v1.LabelSelectorApplyConfiguration `json:"namespaceSelector,omitempty"`
-	// serviceAccount caps what this instance can grant (attenuation, as OLM
+	// serviceAccount caps what this instance can grant (a ceiling, as OLM
 	// v0's OperatorGroup serviceAccountName): oria writes the instance's
 	// RoleBindings and ClusterRoleBindings impersonating this
 	// ServiceAccount, so the API server grants only what the ServiceAccount

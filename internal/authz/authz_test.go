@@ -1,4 +1,4 @@
-package admission
+package authz
 
 import (
 	"context"
@@ -64,11 +64,13 @@ func TestAuthorizer(t *testing.T) {
 		require.NoError(t, admin.Create(ctx, o))
 		t.Cleanup(func() { _ = admin.Delete(ctx, o) })
 	}
-	authz := &Authorizer{Client: admin, Reader: admin}
+	authz, err := New(admin, admin, NoRules{})
+	require.NoError(t, err)
 	// The same answers from the user's rules in each namespace, read from
 	// the cluster's RBAC objects held in memory, as from one review per
 	// permission.
-	withCache := &Authorizer{Client: admin, Reader: admin, Rules: cachedRules(t)}
+	withCache, err := New(admin, admin, cachedRules(t))
+	require.NoError(t, err)
 	u, err := withCache.rulesIn(ctx, user, []string{a, b, ""})
 	require.NoError(t, err, "the rules are read, not asked for one by one")
 	if covered, _ := rbacvalidation.Covers(u.sets[""].Rules, podRules); covered {

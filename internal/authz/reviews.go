@@ -1,4 +1,4 @@
-package admission
+package authz
 
 import (
 	"context"
@@ -15,9 +15,14 @@ import (
 	"github.com/operator-framework/oria/internal/binding"
 )
 
+// The reviews themselves: Denied asks SubjectAccessReviews in parallel;
+// checkBindReviews settles the grants the rules in memory did not.
+
 // checkBindReviews checks grants with SubjectAccessReviews: "bind" on the
 // role where it is bound, else every permission it grants there.
-func (a *Authorizer) checkBindReviews(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, roles *roleRules) ([]Denial, error) {
+//
+// It names at most maxDenials.
+func (a *Authorizer) checkBindReviews(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, roles *roleRules, maxDenials int) ([]Denial, error) {
 	var denials []Denial
 	perms := make([]Permission, 0, len(grants))
 	byPerm := make(map[Permission]binding.Grant, len(grants))
@@ -26,7 +31,7 @@ func (a *Authorizer) checkBindReviews(ctx context.Context, user authenticationv1
 		perms = append(perms, p)
 		byPerm[p] = g
 	}
-	noBind, err := a.denied(ctx, user, perms, len(perms))
+	noBind, err := a.Denied(ctx, user, perms, len(perms))
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +42,7 @@ func (a *Authorizer) checkBindReviews(ctx context.Context, user authenticationv1
 			return nil, err
 		}
 		if absent {
-			if denials = append(denials, Denial{Verb: "bind", Grant: g, Absent: true}); a.enough(denials) {
+			if denials = append(denials, Denial{Verb: "bind", Grant: g, Absent: true}); len(denials) >= maxDenials {
 				break
 			}
 			continue
@@ -47,7 +52,7 @@ func (a *Authorizer) checkBindReviews(ctx context.Context, user authenticationv1
 			return nil, err
 		}
 		if d != nil {
-			if denials = append(denials, *d); a.enough(denials) {
+			if denials = append(denials, *d); len(denials) >= maxDenials {
 				break
 			}
 		}
@@ -71,7 +76,7 @@ func (r *roleRules) of(ctx context.Context, role string) (rules []rbacv1.PolicyR
 	cr, found := r.read[role]
 	if !found {
 		cr = &rbacv1.ClusterRole{}
-		if err := r.a.Reader.Get(ctx, client.ObjectKey{Name: role}, cr); err != nil {
+		if err := r.a.reader.Get(ctx, client.ObjectKey{Name: role}, cr); err != nil {
 			if !apierrors.IsNotFound(err) {
 				return nil, false, fmt.Errorf("reading ClusterRole %q: %w", role, err)
 			}
@@ -103,7 +108,7 @@ func (r *roleRules) prefetch(ctx context.Context, grants []binding.Grant) error 
 		go func() {
 			defer func() { <-tokens; wg.Done() }()
 			cr := &rbacv1.ClusterRole{}
-			if err := r.a.Reader.Get(ctx, client.ObjectKey{Name: name}, cr); err != nil {
+			if err := r.a.reader.Get(ctx, client.ObjectKey{Name: name}, cr); err != nil {
 				if !apierrors.IsNotFound(err) {
 					errs[i] = fmt.Errorf("reading ClusterRole %q: %w", name, err)
 				}
@@ -120,4 +125,71 @@ func (r *roleRules) prefetch(ctx context.Context, grants []binding.Grant) error 
 		r.read[name] = read[i]
 	}
 	return nil
+}
+
+// Denied returns the permissions of perms that user does not hold, asking
+// up to Parallelism at once and stopping once limit are found.
+func (a *Authorizer) Denied(ctx context.Context, user authenticationv1.UserInfo, perms []Permission, limit int) ([]Permission, error) {
+	// Once enough are found (or one failed) no more reviews are started;
+	// those in flight are waited for rather than cancelled (at most
+	// Parallelism, started together: about one round trip), which leaves no
+	// cancelled request behind to be logged as an error.
+	var (
+		mu     sync.Mutex
+		out    []Permission
+		errs   []error
+		wg     sync.WaitGroup
+		tokens = make(chan struct{}, a.parallelism())
+		stop   = make(chan struct{})
+		halt   = sync.OnceFunc(func() { close(stop) })
+	)
+	halted := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return ctx.Err() != nil
+		}
+	}
+	for _, p := range perms {
+		select {
+		case tokens <- struct{}{}:
+		case <-stop:
+		case <-ctx.Done():
+		}
+		if halted() {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-tokens; wg.Done() }()
+			ok, err := a.Allowed(ctx, user, p)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil && ctx.Err() == nil:
+				errs = append(errs, err)
+				halt()
+			case err == nil && !ok:
+				out = append(out, p)
+				if len(out) >= limit {
+					halt()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if err := ctx.Err(); err != nil {
+		// Cut short from outside (the request's deadline): what was not
+		// asked is not known to be allowed.
+		return nil, fmt.Errorf("checking %d permissions: %w", len(perms), err)
+	}
+	slices.SortFunc(out, comparePermissions)
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
 }

@@ -1,17 +1,29 @@
-package admission
+// Package authz is oria's one answer to "may this identity do, or grant,
+// this, here": SubjectAccessReviews against the API server's own authorizer
+// (Allowed, Denied), and Kubernetes' rule against privilege escalation for
+// roles and bindings (CheckBind, CheckBindAll, CheckBindAny, CheckEscalate),
+// answered first from the identity's RBAC rules held in memory when there
+// are some (RuleSource: CachedRules over package rbacrules, compared with
+// Kubernetes' own Covers, answers remembered by content) and confirmed with
+// SubjectAccessReviews for what those do not settle.
+//
+// Its users: the escalation guard (internal/admission) for the requester of
+// a write, the ScopeInstance controller for a ServiceAccount ceiling (the
+// new rules of a role its bindings grant), and the kubectl plugin
+// (internal/cli) to confirm who may do what. Who an identity is (a
+// ServiceAccount as a user) is package subjects'.
+package authz
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
-	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/operator-framework/oria/internal/binding"
 )
@@ -41,16 +53,18 @@ const (
 //     there;
 //   - a ClusterRole needs "escalate" on it, or every permission it grants,
 //     cluster-wide.
+//
+// Make one with New.
 type Authorizer struct {
-	// Client creates SubjectAccessReviews.
-	Client client.Client
-	// Rules reads a user's rules (CachedRules); nil asks
-	// SubjectAccessReviews for every permission.
-	Rules RuleSource
-	// Reader reads ClusterRoles (the API server, not a cache: oria caches
+	// client creates SubjectAccessReviews.
+	client client.Client
+	// rules reads a user's rules from memory (CachedRules, or NoRules).
+	rules RuleSource
+	// reader reads ClusterRoles (the API server, not a cache: oria caches
 	// only the roles it generated).
-	Reader client.Reader
+	reader client.Reader
 
+	// Limits; the Default* constants when 0.
 	Parallelism    int
 	MaxMissing     int
 	MaxDenials     int
@@ -60,63 +74,14 @@ type Authorizer struct {
 	covers coversMemo
 }
 
-// Denial is one thing the user may not do.
-type Denial struct {
-	// Verb is "bind" (a grant) or "escalate" (an inline role).
-	Verb string
-	// Grant is the refused binding; for "escalate", Grant.Role is the role
-	// and Namespace is "".
-	Grant binding.Grant
-	// Missing are permissions of the role the user does not hold (at most
-	// MaxMissing).
-	Missing []Permission
-	// Absent is true when the role does not exist: only "bind" can allow
-	// binding it.
-	Absent bool
-	// TooLarge is true when the role grants more than MaxPermissions.
-	TooLarge bool
-	// More is true when the search for missing permissions stopped at
-	// MaxMissing: there may be others.
-	More bool
-}
-
-// Message says what is missing, in the style of the API server's own
-// refusal of an escalating binding.
-func (d Denial) Message(user string) string {
-	g := d.Grant
-	var b strings.Builder
-	if d.Verb == "escalate" {
-		fmt.Fprintf(&b, "user %q may not create ClusterRole %q with these rules: needs %q on clusterroles/%s, or every permission it grants cluster-wide", user, g.Role, "escalate", g.Role)
-	} else {
-		fmt.Fprintf(&b, "user %q may not bind ClusterRole %q %s: needs %q on clusterroles/%s %s", user, g.Role, g.Where(), "bind", g.Role, there(g))
-		if !d.Absent {
-			b.WriteString(", or every permission it grants")
-		}
+// New returns an Authorizer that creates SubjectAccessReviews with c, reads
+// ClusterRoles with reader and users' rules from rules (NoRules asks
+// SubjectAccessReviews for everything). Each is required.
+func New(c client.Client, reader client.Reader, rules RuleSource) (*Authorizer, error) {
+	if c == nil || reader == nil || rules == nil {
+		return nil, errors.New("authz.New: a client, a reader and a rule source are required")
 	}
-	switch {
-	case d.Absent:
-		b.WriteString(" (the ClusterRole does not exist yet, so only \"bind\" allows binding it)")
-	case d.TooLarge:
-		b.WriteString(" (it grants too many permissions to check one by one)")
-	case len(d.Missing) > 0:
-		missing := make([]string, len(d.Missing))
-		for i, p := range d.Missing {
-			missing[i] = p.String()
-		}
-		fmt.Fprintf(&b, " (missing: %s", strings.Join(missing, ", "))
-		if d.More {
-			b.WriteString(", ...")
-		}
-		b.WriteString(")")
-	}
-	return b.String()
-}
-
-func there(g binding.Grant) string {
-	if g.ClusterWide() {
-		return "cluster-wide"
-	}
-	return "there"
+	return &Authorizer{client: c, reader: reader, rules: rules}, nil
 }
 
 func (a *Authorizer) parallelism() int { return orDefault(a.Parallelism, DefaultParallelism) }
@@ -130,8 +95,14 @@ func orDefault(v, def int) int {
 
 // Allowed asks whether user holds p.
 func (a *Authorizer) Allowed(ctx context.Context, user authenticationv1.UserInfo, p Permission) (bool, error) {
+	return Ask(ctx, a.client, user, p)
+}
+
+// Ask asks the API server with one SubjectAccessReview, created with c,
+// whether user holds p.
+func Ask(ctx context.Context, c client.Client, user authenticationv1.UserInfo, p Permission) (bool, error) {
 	sar := SubjectAccessReview(user, p)
-	if err := a.Client.Create(ctx, sar); err != nil {
+	if err := c.Create(ctx, sar); err != nil {
 		return false, fmt.Errorf("SubjectAccessReview for %s: %w", p, err)
 	}
 	return sar.Status.Allowed, nil
@@ -141,75 +112,8 @@ func (a *Authorizer) Allowed(ctx context.Context, user authenticationv1.UserInfo
 // cluster-wide (cluster admins, and oria itself): such a user passes every
 // check, so nothing else needs to be asked.
 func (a *Authorizer) Unrestricted(ctx context.Context, user authenticationv1.UserInfo) (bool, error) {
-	denied, err := a.denied(ctx, user, []Permission{bindPermission("", ""), escalatePermission("")}, 1)
+	denied, err := a.Denied(ctx, user, []Permission{bindPermission("", ""), escalatePermission("")}, 1)
 	return len(denied) == 0, err
-}
-
-// denied returns the permissions of perms that user does not hold, asking
-// up to Parallelism at once and stopping once limit are found.
-func (a *Authorizer) denied(ctx context.Context, user authenticationv1.UserInfo, perms []Permission, limit int) ([]Permission, error) {
-	// Once enough are found (or one failed) no more reviews are started;
-	// those in flight are waited for rather than cancelled (at most
-	// Parallelism, started together: about one round trip), which leaves no
-	// cancelled request behind to be logged as an error.
-	var (
-		mu     sync.Mutex
-		out    []Permission
-		errs   []error
-		wg     sync.WaitGroup
-		tokens = make(chan struct{}, a.parallelism())
-		stop   = make(chan struct{})
-		halt   = sync.OnceFunc(func() { close(stop) })
-	)
-	halted := func() bool {
-		select {
-		case <-stop:
-			return true
-		default:
-			return ctx.Err() != nil
-		}
-	}
-	for _, p := range perms {
-		select {
-		case tokens <- struct{}{}:
-		case <-stop:
-		case <-ctx.Done():
-		}
-		if halted() {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-tokens; wg.Done() }()
-			ok, err := a.Allowed(ctx, user, p)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil && ctx.Err() == nil:
-				errs = append(errs, err)
-				halt()
-			case err == nil && !ok:
-				out = append(out, p)
-				if len(out) >= limit {
-					halt()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	if err := ctx.Err(); err != nil {
-		// Cut short from outside (the request's deadline): what was not
-		// asked is not known to be allowed.
-		return nil, fmt.Errorf("checking %d permissions: %w", len(perms), err)
-	}
-	slices.SortFunc(out, comparePermissions)
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
 }
 
 // CheckBind returns the grants user may not create, at most MaxDenials.
@@ -223,6 +127,17 @@ func (a *Authorizer) denied(ctx context.Context, user authenticationv1.UserInfo,
 // those cannot settle (a grant the rules do not cover, no RuleSource) is
 // asked with SubjectAccessReviews.
 func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, inline map[string][]rbacv1.PolicyRule) ([]Denial, error) {
+	return a.checkBind(ctx, user, grants, inline, orDefault(a.MaxDenials, DefaultMaxDenials))
+}
+
+// CheckBindAll is CheckBind returning every grant user may not create, not
+// only the first MaxDenials: for a caller that decides each grant (the
+// ServiceAccount ceiling), not one that explains a refusal.
+func (a *Authorizer) CheckBindAll(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, inline map[string][]rbacv1.PolicyRule) ([]Denial, error) {
+	return a.checkBind(ctx, user, grants, inline, max(len(grants), 1))
+}
+
+func (a *Authorizer) checkBind(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, inline map[string][]rbacv1.PolicyRule, maxDenials int) ([]Denial, error) {
 	// The roles are read while the cluster-wide reviews are made: two
 	// round trips at once instead of one after the other.
 	roles := &roleRules{a: a, inline: inline, read: map[string]*rbacv1.ClusterRole{}}
@@ -251,7 +166,7 @@ func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserIn
 	u, err := a.rulesIn(ctx, user, namespaces)
 	if err != nil {
 		// Reviews answer the same question, more slowly.
-		ctrl.LoggerFrom(ctx).Info("reading the user's rules failed; asking SubjectAccessReviews instead", "user", user.Username, "error", err.Error())
+		log.FromContext(ctx).Info("reading the user's rules failed; asking SubjectAccessReviews instead", "user", user.Username, "error", err.Error())
 		u = nil
 	}
 	var rest []binding.Grant
@@ -267,13 +182,7 @@ func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserIn
 		}
 		rest = append(rest, g)
 	}
-	return a.checkBindReviews(ctx, user, rest, roles)
-}
-
-// enough reports whether a refusal names as many denials as it should
-// (MaxDenials): the rest would only lengthen the message.
-func (a *Authorizer) enough(denials []Denial) bool {
-	return len(denials) >= orDefault(a.MaxDenials, DefaultMaxDenials)
+	return a.checkBindReviews(ctx, user, rest, roles, maxDenials)
 }
 
 // bindableEverywhere returns the roles of grants bound in more than one
@@ -296,7 +205,7 @@ func (a *Authorizer) bindableEverywhere(ctx context.Context, user authentication
 	if len(perms) == 0 {
 		return nil, nil
 	}
-	denied, err := a.denied(ctx, user, perms, len(perms))
+	denied, err := a.Denied(ctx, user, perms, len(perms))
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +224,7 @@ func (a *Authorizer) CheckBindAny(ctx context.Context, user authenticationv1.Use
 	for i, p := range places {
 		perms[i] = bindPermission("", p.Namespace)
 	}
-	denied, err := a.denied(ctx, user, perms, orDefault(a.MaxDenials, DefaultMaxDenials))
+	denied, err := a.Denied(ctx, user, perms, orDefault(a.MaxDenials, DefaultMaxDenials))
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +247,7 @@ func (a *Authorizer) CheckEscalate(ctx context.Context, user authenticationv1.Us
 	for _, name := range names {
 		perms = append(perms, escalatePermission(name))
 	}
-	noEscalate, err := a.denied(ctx, user, perms, len(perms))
+	noEscalate, err := a.Denied(ctx, user, perms, len(perms))
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +258,7 @@ func (a *Authorizer) CheckEscalate(ctx context.Context, user authenticationv1.Us
 			return nil, err
 		}
 		if d != nil {
-			if denials = append(denials, *d); a.enough(denials) {
+			if denials = append(denials, *d); len(denials) >= orDefault(a.MaxDenials, DefaultMaxDenials) {
 				break
 			}
 		}
@@ -365,7 +274,7 @@ func (a *Authorizer) holds(ctx context.Context, user authenticationv1.UserInfo, 
 		return &Denial{Verb: verb, Grant: g, TooLarge: true}, nil
 	}
 	limit := orDefault(a.MaxMissing, DefaultMaxMissing)
-	missing, err := a.denied(ctx, user, perms, limit)
+	missing, err := a.Denied(ctx, user, perms, limit)
 	if err != nil || len(missing) == 0 {
 		return nil, err
 	}

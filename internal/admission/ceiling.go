@@ -7,6 +7,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/authz"
 )
 
 // checkServiceAccount checks an object that names a ServiceAccount as the
@@ -18,8 +19,8 @@ import (
 // the ServiceAccount directly. (OLM v1 dropped ClusterExtension's
 // serviceAccount because it lacked this very check.)
 func (g *Guard) checkServiceAccount(ctx context.Context, user authenticationv1.UserInfo, sa oriav1alpha1.ServiceAccountReference) ([]string, error) {
-	p := Permission{Verb: "impersonate", Resource: "serviceaccounts", Name: sa.Name, Namespace: sa.Namespace}
-	ok, err := g.Authorizer.Allowed(ctx, user, p)
+	p := authz.Permission{Verb: "impersonate", Resource: "serviceaccounts", Name: sa.Name, Namespace: sa.Namespace}
+	ok, err := g.authz.Allowed(ctx, user, p)
 	if err != nil || ok {
 		return nil, err
 	}

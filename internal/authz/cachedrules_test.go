@@ -1,4 +1,4 @@
-package admission
+package authz
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/rbacrules"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -23,18 +25,18 @@ import (
 // cluster, synced.
 func cachedRules(t *testing.T) *CachedRules {
 	t.Helper()
-	var rules *CachedRules
+	var rc *rbacrules.Cache
 	_, stop, err := testutil.StartManager(cluster.Config, func(mgr ctrl.Manager) error {
 		var err error
-		rules, err = NewCachedRules(mgr)
+		rc, err = manager.NewRBACRuleCache(mgr)
 		return err
 	})
 	require.NoError(t, err)
 	t.Cleanup(stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, rules.Cache.WaitForSync(ctx), "the cache of RBAC objects syncs")
-	return rules
+	require.NoError(t, rc.WaitForSync(ctx), "the cache of RBAC objects syncs")
+	return NewCachedRules(rc)
 }
 
 // TestCachedRules checks the rules read from the cache against the API
@@ -99,7 +101,8 @@ func TestCachedRules(t *testing.T) {
 
 	// Through the Authorizer: covered grants are settled by the cache,
 	// the others by SubjectAccessReviews, which name what is missing.
-	authz := &Authorizer{Client: admin, Reader: admin, Rules: cached}
+	authz, err := New(admin, admin, cached)
+	require.NoError(t, err)
 	got, err := authz.CheckBind(ctx, user, []binding.Grant{{Role: role, Namespace: ns}, {Role: role, Namespace: ns2}}, nil)
 	require.NoError(t, err)
 	assert.Empty(t, got)

@@ -14,11 +14,11 @@ import (
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
-// TestAttenuationServiceAccount: an instance naming a ServiceAccount that
+// TestCeilingServiceAccountMissing: an instance naming a ServiceAccount that
 // does not exist writes nothing and says so; once it exists but may not
 // write bindings, the refusal is reported as Forbidden, naming the
 // ServiceAccount; nothing is bound beyond it.
-func TestAttenuationServiceAccount(t *testing.T) {
+func TestCeilingServiceAccountMissing(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
 	ns := namespace(t, "att", nil)

@@ -60,13 +60,13 @@ func readyOf(t require.TestingT, obj client.Object, conds func() []metav1.Condit
 	return meta.FindStatusCondition(conds(), oriav1alpha1.TypeReady)
 }
 
-// TestAttenuatedScopeInstance: the sample's ScopeTemplate asks for pods and
+// TestCeilingScopeInstance: the sample's ScopeTemplate asks for pods and
 // secrets; its ScopeInstance names a ceiling ServiceAccount that holds pods
 // only. The operator gets pods in all three namespaces and secrets in none,
 // and the instance says which permission was refused to which
 // ServiceAccount. Granting the ceiling secrets in one namespace lets that
 // namespace's binding appear, with no other change.
-func TestAttenuatedScopeInstance(t *testing.T) {
+func TestCeilingScopeInstance(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
 	for _, n := range []string{"widget-system", "widgets-a", "widgets-b", "widgets-c"} {
@@ -77,7 +77,7 @@ func TestAttenuatedScopeInstance(t *testing.T) {
 	pods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}
 	secrets := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}}
 	ceiling(t, "widget-system", "widget-ceiling", []rbacv1.PolicyRule{pods}, "widgets-a", "widgets-b", "widgets-c")
-	applySample(t, "scopeinstance-attenuated.yaml")
+	applySample(t, "scopeinstance-ceiling.yaml")
 
 	operator := func(verb, resource, ns string) testutil.Access {
 		return testutil.Access{User: "system:serviceaccount:widget-system:widget-operator",
@@ -116,9 +116,9 @@ func TestAttenuatedScopeInstance(t *testing.T) {
 	}
 }
 
-// TestAttenuatedRBACPolicy: the same ceiling through an RBACPolicy, and a
+// TestCeilingRBACPolicy: the same ceiling through an RBACPolicy, and a
 // user who may not impersonate the ServiceAccount cannot name it.
-func TestAttenuatedRBACPolicy(t *testing.T) {
+func TestCeilingRBACPolicy(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
 	crd := extensionWithAPI(t, oriav1alpha1.RBACModeFineGrained)
@@ -131,7 +131,7 @@ func TestAttenuatedRBACPolicy(t *testing.T) {
 	ceiling(t, saNS, "ceiling", view, n1)
 
 	p := &oriav1alpha1.RBACPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("attenuated")},
+		ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("capped")},
 		Spec: oriav1alpha1.RBACPolicySpec{
 			ExtensionName: crd.Labels[oriav1alpha1.LabelOLMOwnerName], Access: oriav1alpha1.AccessView,
 			Subjects:       []rbacv1.Subject{testutil.User("dora")},
@@ -159,7 +159,7 @@ func TestAttenuatedRBACPolicy(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond)
 	cleanup(t, p)
 
-	// Dropping the ceiling is an unattenuated grant: bob may not bind the
+	// Dropping the ceiling is a grant without one: bob may not bind the
 	// extension's roles himself, so the guard refuses.
 	refused(t, userUpdate(t, asBob, p, func() { p.Spec.ServiceAccount = nil }), "may not bind ClusterRole")
 	dora := func(ns string) testutil.Access {

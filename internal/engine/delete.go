@@ -2,14 +2,10 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
 
 // A finalizer on an object oria deletes never keeps a grant alive. The
@@ -34,41 +30,30 @@ func release(ctx context.Context, c client.Client, obj client.Object) error {
 	if len(obj.GetFinalizers()) == 0 {
 		return nil
 	}
-	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/uid", "value": obj.GetUID()},
-		{"op": "remove", "path": "/metadata/finalizers"},
-	})
-	if err != nil {
-		return err
-	}
-	err = c.Patch(ctx, obj.DeepCopyObject().(client.Object), client.RawPatch(types.JSONPatchType, patch))
+	err := jsonPatch(ctx, c, obj.DeepCopyObject().(client.Object), "/metadata/uid", obj.GetUID(), []map[string]any{{"op": "remove", "path": "/metadata/finalizers"}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing the finalizers %v of %s so that its deletion takes effect: %w", obj.GetFinalizers(), describe(obj), err)
 	}
 	return nil
 }
 
-// recreate handles oria's object cur whose deletion someone requested while
-// it is still intended: its finalizers are removed, so that it goes at once,
-// and want is created again. An object still there (the API server has not
-// finished deleting it) is expected to go: its delete event brings the next
-// reconcile.
-func recreate[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, want T, o Outcome) Outcome {
-	if err := release(ctx, w.revoker(), cur); err != nil {
-		o.Action, o.Err = Failed, err
-		return o
-	}
-	err := w.Client.Create(ctx, want.DeepCopyObject().(client.Object), client.FieldOwner(oriav1alpha1.FieldOwner))
-	switch {
-	case err == nil:
-		w.Memo.expectCreated(k.Name, Key(want))
-		o.Action = Created
-	case apierrors.IsAlreadyExists(err):
-		o.Expected = true
-	case namespaceGone(err):
-		o.Action = Skipped
-	default:
-		o.Action, o.Err = w.refused(err, "creating %s %s", k.Name, describe(want))
-	}
-	return o
+// Delete deletes objs in parallel, each only if it is still the object
+// that was read (UID precondition); an object already gone, or replaced by
+// another meanwhile, counts as deleted. Finalizers never hold a deletion
+// back (see release).
+func Delete[T client.Object](ctx context.Context, w *Writer, kind string, objs []T) []Outcome {
+	out := make([]Outcome, len(objs))
+	w.Engine.Parallel(w.workers(), len(objs), func(i int) {
+		obj := objs[i]
+		out[i] = Outcome{Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted}
+		uid := obj.GetUID()
+		err := release(ctx, w.Revoker, obj)
+		if err == nil {
+			err = w.Revoker.Delete(ctx, obj, client.Preconditions{UID: &uid})
+		}
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			out[i].Action, out[i].Err = Failed, fmt.Errorf("deleting %s %s: %w", kind, describe(obj), err)
+		}
+	})
+	return w.Engine.observe(kind, out)
 }
