@@ -1,5 +1,8 @@
-// Package engine is the one place where oria writes to the API server.
-// What it writes, and the one call for each:
+// Package engine is the one place where oria writes objects to the API
+// server (besides the status of the objects it reconciles, written by
+// package status, its Events, the SubjectAccessReviews package authz asks,
+// and the guard's serving certificate, package servingcert's). What it
+// writes, and the one call for each:
 //
 //   - RBAC objects oria owns: the extension controller's generated
 //     ClusterRoles, the ScopeTemplate controller's inline ClusterRoles, the
