@@ -211,7 +211,7 @@ func (b *bench) aggregateBuiltinRoles(ctx context.Context) (func(context.Context
 
 // expandCount lists the distinct group/resource/verb/name combinations of
 // rules: the permissions the guard asks one SubjectAccessReview each about
-// for a user who may not "bind" the role (admission.Expand, in a namespace).
+// for a user who may not "bind" the role (authz.Expand, in a namespace).
 func expandCount(rules []rbacv1.PolicyRule) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range rules {

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -335,31 +334,6 @@ func healthy(hc *http.Client, url string) bool {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode == http.StatusOK
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that nothing listens on now.
-func FreePort() (int, error) {
-	ports, err := FreePorts(1)
-	if err != nil {
-		return 0, err
-	}
-	return ports[0], nil
-}
-
-// FreePorts returns n distinct TCP ports on 127.0.0.1 that nothing listens
-// on now: each is held until all are found, so two calls in a row cannot
-// return the same port (one process's metrics and pprof addresses once did).
-func FreePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // Stop stops every process of the control plane and removes a temporary

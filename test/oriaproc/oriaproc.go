@@ -127,8 +127,12 @@ func (p *Process) Pid() int { return p.Cmd.Process.Pid }
 // Done is closed when oria has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// Exited reports whether oria has exited.
+// Exited reports whether oria has exited (a nil Process, one that failed
+// to start, has).
 func (p *Process) Exited() bool {
+	if p == nil {
+		return true
+	}
 	select {
 	case <-p.done:
 		return true
