@@ -67,10 +67,10 @@ func (a *AtSizes) register(fs *flag.FlagSet) {
 	fs.IntVar(&a.RestartExtensions, "restart-extensions", 1000, "Scenario restart: ClusterExtensions in Legacy mode, one CRD each.")
 	fs.IntVar(&a.RestartPolicies, "restart-policies", 2000, "Scenario restart: RBACPolicies (view on one extension's API in one namespace each).")
 	fs.IntVar(&a.RestartRuns, "restart-runs", 3, "Scenario restart: runs of each row (restart, takeover-kill, takeover-stop).")
-	fs.IntVar(&a.SizingExtensions, "sizing-extensions", 500, "Scenario sizing: ClusterExtensions (no CRD) added per step.")
+	fs.IntVar(&a.SizingExtensions, "sizing-extensions", 2000, "Scenario sizing: ClusterExtensions (no CRD) added per step.")
 	fs.IntVar(&a.SizingCRDs, "sizing-crds", 1000, "Scenario sizing: CRDs (4 generated ClusterRoles each) added per step.")
-	fs.IntVar(&a.SizingBindings, "sizing-bindings", 10000, "Scenario sizing: oria's RoleBindings added per step.")
-	fs.IntVar(&a.SizingRBAC, "sizing-rbac", 10000, "Scenario sizing: RBAC objects oria did not create (RoleBindings and Roles, half each) added per step.")
+	fs.IntVar(&a.SizingBindings, "sizing-bindings", 20000, "Scenario sizing: oria's RoleBindings added per step.")
+	fs.IntVar(&a.SizingRBAC, "sizing-rbac", 20000, "Scenario sizing: RBAC objects oria did not create (RoleBindings and Roles, half each) added per step.")
 }
 
 // check validates the flags and resolves the memory limit (root is the

@@ -52,7 +52,7 @@ func (r *Report) evaluateAtSize(add func(name, want, got string, pass *bool)) {
 			if x.Converged && (x.Objects >= limitObjects || name != scenarioScale) {
 				pass = ptr(x.PeakRSS <= limit)
 			}
-			add(fmt.Sprintf("%s peak RSS (%d bindings) / the shipped memory limit", name, x.Objects), want,
+			add(fmt.Sprintf("%s peak RSS (%d bindings) / oria's memory limit (%s)", name, x.Objects, a.MemoryLimit), want,
 				fmt.Sprintf("%s (%.0f %%)", fmtMB(x.PeakRSS), 100*float64(x.PeakRSS)/float64(a.MemoryLimitBytes)), pass)
 		}
 	}
@@ -143,7 +143,7 @@ func (r *Report) renderAtSize(w io.Writer) error {
 		}
 	}
 	if len(restart) > 0 {
-		fmt.Fprintf(w, "\nrestart and takeover: seconds from the signal to the leader (or oria) to \"all reconciled\" (oria_first_pass_done), per run\n")
+		fmt.Fprintf(w, "\nrestart and takeover: seconds from the signal to the leader (or oria) to \"all reconciled\" (oria's first full pass done for every kind), per run\n")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "scenario\trun\tall reconciled\tprocess gone\tready / leading\tpass (oria's own)\tengine writes\tAPI changes\tpeak RSS")
 		for _, x := range restart {

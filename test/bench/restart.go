@@ -121,12 +121,12 @@ func (b *bench) restartRun(ctx context.Context, i int) (RestartRun, error) {
 		return run, err
 	}
 	run.Ready = since(time.Now())
-	done, st, err := waitPass(ctx, p, b.cfg.timeout, "the first full pass after the restart", allReconciled)
+	done, err := waitLog(ctx, p, b.cfg.timeout, "the first full pass after the restart", doneMarker)
 	if err != nil {
 		cc.stop()
 		return run, err
 	}
-	run.Seconds, run.PassSeconds = since(done), st.seconds
+	run.Seconds = since(done)
 	return run, b.finishRun(ctx, cc, &run, 0)
 }
 
@@ -147,6 +147,9 @@ func (b *bench) finishRun(ctx context.Context, cc *changeCounter, run *RestartRu
 	}
 	w, err := engineWrites(ctx, b.oria)
 	if err != nil {
+		return err
+	}
+	if run.PassSeconds, err = passSeconds(ctx, b.oria); err != nil {
 		return err
 	}
 	run.EngineWrites, run.Changes, run.PeakRSS = w-before, changes, b.mem.end()
@@ -220,12 +223,11 @@ func (b *bench) takeoverRun(ctx context.Context, rs *replicaSet, name string, ki
 	exited := make(chan time.Time, 1)
 	go func() { <-leader.Done(); exited <- time.Now() }()
 	var run RestartRun
-	at, _, err := waitPass(ctx, standby, b.cfg.timeout, "the other replica leading", leads)
+	at, err := waitLog(ctx, standby, b.cfg.timeout, "the other replica leading", leadingMarker)
 	if err == nil {
 		run.Leading = since(at)
-		var st passState
-		at, st, err = waitPass(ctx, standby, b.cfg.timeout, "the first full pass after the takeover", allReconciled)
-		run.Seconds, run.PassSeconds = since(at), st.seconds
+		at, err = waitLog(ctx, standby, b.cfg.timeout, "the first full pass after the takeover", doneMarker)
+		run.Seconds = since(at)
 	}
 	select {
 	case t := <-exited:
