@@ -214,6 +214,14 @@ func deleteObjects(t *testing.T, objs []*unstructured.Unstructured) {
 // a loaded machine, that took over two minutes.
 const deleteTimeout = 4 * time.Minute
 
+// gcTimeout bounds a wait for kube-controller-manager's garbage collector
+// (a dependent deleted, an ownerReference removed). The collector stops its
+// workers while it re-syncs its monitors after API discovery changes, and
+// the other tests create and delete CRDs all along: once, in CI, a
+// dependent outlived its owner by over a minute. What is tested there is
+// the ownerReference oria wrote, not the collector's latency.
+const gcTimeout = 3 * time.Minute
+
 // pending describes what keeps an object from going away.
 func pending(u *unstructured.Unstructured, err error) string {
 	if err != nil {

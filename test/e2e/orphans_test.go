@@ -126,7 +126,7 @@ func orphanedView(t *testing.T) (*rbacv1.RoleBinding, testutil.Access) {
 		require.NoError(c, k8sClient.Get(ctx, client.ObjectKeyFromObject(rb), got))
 		assert.Empty(c, got.OwnerReferences, "the garbage collector orphaned the RoleBinding")
 		assert.Equal(c, names.LabelValue(si.Name), got.Labels[oriav1alpha1.LabelScopeInstance], "it keeps oria's labels")
-	}, testutil.Timeout, testutil.Interval)
+	}, gcTimeout, testutil.Interval)
 	require.False(t, oriaLeads(t), "oria stood by during the orphaning")
 	require.True(t, can(t, view), "the orphaned RoleBinding still grants D view in %s", victim)
 	return rb, view

@@ -128,7 +128,7 @@ func TestPublicationForgedMetadata(t *testing.T) {
 	require.NoError(t, k8sClient.Delete(ctx, si))
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.True(c, apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(scope), &corev1.ConfigMap{})))
-	}, testutil.Timeout, testutil.Interval)
+	}, gcTimeout, testutil.Interval)
 	t.Logf("the ConfigMap oria created went %s after its instance was deleted", time.Since(start).Round(time.Millisecond))
 
 	// One in which D wrote a key of her own loses the ownerReference, and

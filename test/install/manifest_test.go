@@ -65,7 +65,7 @@ func TestRenderedInstall(t *testing.T) {
 	// Resources: a memory limit, handed to oria for its Go memory limit.
 	limit := c.Resources.Limits[corev1.ResourceMemory]
 	request := c.Resources.Requests[corev1.ResourceMemory]
-	assert.True(t, limit.Cmp(resource.MustParse("512Mi")) >= 0, "memory limit %s: docs/operations.md sizes it at 512Mi for 50,000 bindings", limit.String())
+	assert.True(t, limit.Cmp(resource.MustParse("768Mi")) >= 0, "memory limit %s: docs/operations.md sizes the default at 768Mi (one instance over 100,000 namespaces)", limit.String())
 	assert.True(t, request.Cmp(limit) <= 0)
 	assert.False(t, c.Resources.Requests.Cpu().IsZero(), "a CPU request")
 	assert.True(t, c.Resources.Limits.Cpu().IsZero(), "no CPU limit: throttling would slow the guard's answers")

@@ -334,10 +334,11 @@ func handedOver(t *testing.T, p operatorPackage, ext, agg string) {
 }
 
 // settled waits until neither oria nor operator-controller writes for
-// quiet.
+// quiet to the objects of the package whose namespace is ns (all named
+// after it; TestNoFight watches the whole cluster).
 func settled(t *testing.T, ns string, quiet time.Duration) {
 	t.Helper()
-	w := watchWrites(t, []string{ns})
+	w := watchWritesOf(t, []string{ns}, ns)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		n := w.count()
 		time.Sleep(quiet)
