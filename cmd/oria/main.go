@@ -103,7 +103,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 			"the API server's Priority and Fairness and oria's bounded worker pools limit the load.")
 	fs.IntVar(&cfg.burst, "kube-api-burst", manager.DefaultKubeAPIBurst, "Burst of queries above a positive --kube-api-qps.")
 	fs.IntVar(&cfg.opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 0,
-		"Reconciles per controller at once; 0 (the default): each controller's own, 16 for ClusterExtensions and 4 for the others.")
+		"Reconciles per controller at once; 0 (the default): each controller's own, 16 for ClusterExtensions and 4 for the others "+
+			"(for ScopeInstances: fan-outs bound at once, with 12 more workers for revocations and small grants).")
 	fs.BoolVar(&cfg.opts.LeaderElection, "leader-elect", false, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&cfg.opts.LeaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease (default: $POD_NAMESPACE, else the pod's namespace in a cluster, kube-system outside).")

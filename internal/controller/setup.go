@@ -25,6 +25,17 @@ import (
 )
 
 // SetupAll registers every oria controller with mgr.
+//
+// Each controller is set up with EnableWarmup: with leader election, a
+// replica that does not lead starts its controllers' watches anyway (their
+// informers list and watch, their handlers fill the queues), and only its
+// workers wait until it leads. A takeover then starts reconciling at once
+// instead of first registering every handler and replaying every cache
+// (docs/benchmarks.md, the restart rows). It writes nothing early: oria
+// writes only from a reconcile (through the engine), and workers start only
+// on the leader; the handlers and the runnables that run on every replica
+// (the OLM gate, the escalation guard's caches) only read. Without leader
+// election it changes nothing.
 func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 	if err := lookup.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err

@@ -29,11 +29,23 @@ const (
 	// IndexNamespaces indexes ScopeInstances by each of spec.namespaces: the
 	// instances that list a namespace.
 	IndexNamespaces = "spec.namespaces"
+	// IndexNamespaceSelector indexes the ScopeInstances that have a
+	// spec.namespaceSelector, under HasSelector: the only instances a
+	// namespace's labels can concern, without the many that list their
+	// namespaces (every RBACPolicy's) or are cluster-wide.
+	IndexNamespaceSelector = "oria.namespaceSelector"
+	// IndexPublicationNamespace indexes ScopeInstances by
+	// spec.publication.configMap.namespace: the instances that publish into
+	// a namespace, which its creation lets publish.
+	IndexPublicationNamespace = "spec.publication.configMap.namespace"
 	// IndexPolicyExtension indexes RBACPolicies by spec.extensionName, to
 	// find the policies of an extension when it or what it installed
 	// changes.
 	IndexPolicyExtension = "spec.extensionName"
 )
+
+// HasSelector is the one value of IndexNamespaceSelector.
+const HasSelector = "true"
 
 // SetupIndexes registers every index the controllers use on indexer (a
 // manager's field indexer), once per manager, at setup (as kueue's
@@ -62,6 +74,18 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		}},
 		{&oriav1alpha1.ScopeInstance{}, IndexNamespaces, func(o client.Object) []string {
 			return o.(*oriav1alpha1.ScopeInstance).Spec.Namespaces
+		}},
+		{&oriav1alpha1.ScopeInstance{}, IndexNamespaceSelector, func(o client.Object) []string {
+			if o.(*oriav1alpha1.ScopeInstance).Spec.NamespaceSelector != nil {
+				return []string{HasSelector}
+			}
+			return nil
+		}},
+		{&oriav1alpha1.ScopeInstance{}, IndexPublicationNamespace, func(o client.Object) []string {
+			if pub := o.(*oriav1alpha1.ScopeInstance).Spec.Publication; pub != nil {
+				return []string{pub.ConfigMap.Namespace}
+			}
+			return nil
 		}},
 		{&rbacv1.ClusterRole{}, IndexExtensionRoles, func(o client.Object) []string {
 			if v, ok := o.GetLabels()[oriav1alpha1.LabelExtension]; ok {

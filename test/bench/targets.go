@@ -38,10 +38,12 @@ const (
 	targetGuardP99        = 100 * time.Millisecond
 	guardTargetNamespaces = 100
 	guardTargetWrites     = 50
-	// targetExpiryP99 is the revocation latency after expiresAt (issue
-	// 32): p99 of at least expiryTargetGrants grants expiring together,
-	// and the last RoleBinding of one grant of at least
-	// expiryTargetNamespaces namespaces expiring with them.
+	// targetExpiryP99 is the latency of time-bound grants (issue 32):
+	// p99 of at least expiryTargetGrants grants bound at their common
+	// notBefore, and revoked at their common expiresAt; for the last
+	// RoleBinding of one grant of at least expiryTargetNamespaces
+	// namespaces bound and revoked with them, oria's share on top of the
+	// floor (largeTarget).
 	targetExpiryP99        = time.Second
 	expiryTargetGrants     = 100
 	expiryTargetNamespaces = 2000
@@ -239,7 +241,10 @@ func (r *Report) converged() bool {
 }
 
 // evaluateExpiry adds the expiry scenario's targets: no write while the
-// grants wait, and revocation within targetExpiryP99 of expiresAt.
+// grants wait; the small grants bound and revoked within targetExpiryP99
+// of notBefore and expiresAt (p99); the large grant's last RoleBinding
+// within targetExpiryP99 of what the API server needs for as many (the
+// floor, measured in the same run), see largeTarget.
 func (r *Report) evaluateExpiry(add func(name, want, got string, pass *bool)) {
 	c := r.Config
 	if x := r.result(scenarioExpiryWait); x != nil {
@@ -249,27 +254,52 @@ func (r *Report) evaluateExpiry(add func(name, want, got string, pass *bool)) {
 		}
 		add(fmt.Sprintf("expiry-wait writes (%ds, %d grants expiring in 1h)", c.ExpiryWaitSeconds, c.ExpiryGrants+1), "0", got, ptr(x.Converged && x.WritesTotal == 0))
 	}
+	want := "< " + fmtSeconds(targetExpiryP99.Seconds())
+	wantLarge := "<= floor + " + fmtSeconds(targetExpiryP99.Seconds())
 	for _, e := range []struct {
-		row, label string
-		got        func(*Latency) float64
-		applies    bool
+		row, label, want string
+		large            bool
+		applies          bool
 	}{
-		{scenarioExpiry, fmt.Sprintf("expiry: revocation after expiresAt, p99 of %d grants", c.ExpiryGrants),
-			func(l *Latency) float64 { return l.P99 }, c.ExpiryGrants >= expiryTargetGrants},
-		{scenarioExpiryLarge, fmt.Sprintf("expiry-large: the last of %d RoleBindings of one grant gone after expiresAt", c.ExpiryNamespaces),
-			func(l *Latency) float64 { return l.Max }, c.ExpiryNamespaces >= expiryTargetNamespaces},
+		{scenarioNotBefore, fmt.Sprintf("notbefore: first RoleBinding after notBefore, p99 of %d grants", c.ExpiryGrants), want, false, c.ExpiryGrants >= expiryTargetGrants},
+		{scenarioNotBeforeLarge, fmt.Sprintf("notbefore-large: the last of %d RoleBindings of one grant after notBefore", c.ExpiryNamespaces), wantLarge, true, c.ExpiryNamespaces >= expiryTargetNamespaces},
+		{scenarioExpiry, fmt.Sprintf("expiry: revocation after expiresAt, p99 of %d grants", c.ExpiryGrants), want, false, c.ExpiryGrants >= expiryTargetGrants},
+		{scenarioExpiryLarge, fmt.Sprintf("expiry-large: the last of %d RoleBindings of one grant gone after expiresAt", c.ExpiryNamespaces), wantLarge, true, c.ExpiryNamespaces >= expiryTargetNamespaces},
 	} {
 		x := r.result(e.row)
 		switch {
 		case x == nil:
 		case !x.Converged || x.Latency == nil || x.Latency.Count == 0:
-			add(e.label, "< "+fmtSeconds(targetExpiryP99.Seconds()), "not measured", ptr(false))
+			add(e.label, e.want, "not measured", ptr(false))
+		case e.large:
+			got, pass := largeTarget(x)
+			if !e.applies {
+				pass = nil
+			}
+			add(e.label, e.want, got, pass)
 		default:
 			var pass *bool
 			if e.applies {
-				pass = ptr(e.got(x.Latency) < targetExpiryP99.Seconds())
+				pass = ptr(x.Latency.P99 < targetExpiryP99.Seconds())
 			}
-			add(e.label, "< "+fmtSeconds(targetExpiryP99.Seconds()), fmtSeconds(e.got(x.Latency)), pass)
+			add(e.label, e.want, fmtSeconds(x.Latency.P99), pass)
 		}
 	}
+}
+
+// largeTarget evaluates the large grant's row: its last RoleBinding after
+// the instant (x.Seconds) against the floor creating or deleting as many
+// (x.FloorSeconds) plus targetExpiryP99, oria's own share: the issue's
+// second after the instant, on top of what the API server needs anyway.
+// Not evaluated without a floor.
+func largeTarget(x *Result) (string, *bool) {
+	if x.FloorSeconds <= 0 {
+		return fmtSeconds(x.Seconds) + " (no floor)", nil
+	}
+	sign, share := "+", x.Seconds-x.FloorSeconds
+	if share < 0 {
+		sign, share = "-", -share
+	}
+	got := fmt.Sprintf("%s: floor %s %s %s (%.2fx)", fmtSeconds(x.Seconds), fmtSeconds(x.FloorSeconds), sign, fmtSeconds(share), x.Ratio())
+	return got, ptr(x.Seconds <= x.FloorSeconds+targetExpiryP99.Seconds())
 }

@@ -29,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,7 +136,8 @@ func SetupWithManager(mgr ctrl.Manager, deps Deps, o Options) error {
 		// RBACPolicies are owners only; watching them also makes the
 		// controller wait for their store before it judges anything.
 		WatchesRawSource(source.TypedKind(c, &oriav1alpha1.RBACPolicy{}, handle[*oriav1alpha1.RBACPolicy](r, "", d.ofPolicy))).
-		WithOptions(controller.TypedOptions[Request]{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
+		WithOptions(controller.TypedOptions[Request]{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles),
+			EnableWarmup: ptr.To(true)}). // a standby's watches run before it leads (controller.SetupAll)
 		Complete(r)
 }
 

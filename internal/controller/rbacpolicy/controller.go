@@ -21,6 +21,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -137,24 +138,30 @@ func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
 		WatchesRawSource(d.OLM.Defer(source.Kind(mgr.GetCache(), client.Object(&ocv1.ClusterExtension{}), handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request { return r.policiesOf(ctx, o.GetName()) }),
 			watch.ExtensionChanged()))).
+		// The watches of roles and CRDs below map to policies that exist,
+		// each enqueued by its own add: their initial lists are skipped
+		// (watch.SkipInitialList). The extensions' is not: the OLM gate
+		// may start it after the controller.
+		//
 		// oria's generated roles (the cache holds only oria's): one created,
 		// changed, restored or deleted is judged again by the policies of
 		// its extension (roles.go).
 		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.policiesOf(ctx, ownership.ControllerOf(o.GetOwnerReferences(), ocv1.GroupVersion.Group, ocv1.ClusterExtensionKind))
-			})).
+			}), builder.WithPredicates(watch.SkipInitialList[client.Object]())).
 		WatchesMetadata(lookup.CRDMetadata(), handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.policiesOf(ctx, olm.ExtensionOf(o))
-			})).
+			}), builder.WithPredicates(watch.SkipInitialList[client.Object]())).
 		// A bundle role edited to reach beyond its extension (or back) is
 		// withheld (or bound again) by the policies of its extension.
 		WatchesRawSource(source.Kind(d.BundleRoles, lookup.ClusterRoleMetadata(),
 			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 				return r.policiesOf(ctx, olm.ExtensionOf(o))
-			}))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)})
+			}), watch.SkipInitialList[*metav1.PartialObjectMetadata]())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles),
+			EnableWarmup: ptr.To(true)}) // a standby's watches run before it leads (controller.SetupAll)
 	if !d.OLM.Available() {
 		// Every policy said OLMNotInstalled: look at all of them again.
 		b = b.WatchesRawSource(d.OLM.Defer(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -172,7 +179,8 @@ func (r *Reconciler) policiesOf(ctx context.Context, extension string) []reconci
 	if extension == "" {
 		return nil
 	}
-	return reconciler.Requests(ctx, r.Client, &oriav1alpha1.RBACPolicyList{}, client.MatchingFields{lookup.IndexPolicyExtension: extension})
+	return reconciler.Requests(ctx, r.Client, &oriav1alpha1.RBACPolicyList{}, client.MatchingFields{lookup.IndexPolicyExtension: extension},
+		client.UnsafeDisableDeepCopy)
 }
 
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=rbacpolicies,verbs=get;list;watch

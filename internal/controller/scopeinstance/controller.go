@@ -54,6 +54,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -104,8 +105,10 @@ const DefaultRecheckInterval = 30 * time.Second
 // ServiceAccount in the cluster.
 const ServiceAccountRecheck = 3 * time.Second
 
-// DefaultMaxConcurrentReconciles is how many instances are reconciled at
-// once. A worker waits for the slowest write of its instance before taking
+// DefaultMaxConcurrentReconciles is how many fan-outs are bound at once
+// (instances over many namespaces reconciled inside their window; the
+// controller has RevokeWorkers more workers for everything else, turn.go).
+// A worker waits for the slowest write of its instance before taking
 // the next, so too few leave the API server's capacity unused; too many
 // only hold plans in memory (thousands of desired bindings each), because
 // every reconcile's writes share the engine's MaxInFlight (128) tokens:
@@ -117,8 +120,9 @@ const DefaultMaxConcurrentReconciles = 4
 
 // Options configure the controller; every field has a default.
 type Options struct {
-	// MaxConcurrentReconciles is the number of workers
-	// (DefaultMaxConcurrentReconciles when 0).
+	// MaxConcurrentReconciles is the number of fan-outs bound at once
+	// (DefaultMaxConcurrentReconciles when 0); the controller has
+	// RevokeWorkers more workers (turn.go).
 	MaxConcurrentReconciles int
 	// Workers bounds the parallel writes of one reconcile
 	// (engine.DefaultWorkers when 0).
@@ -180,6 +184,8 @@ type Reconciler struct {
 	warnings reconciler.Warnings
 	// windowEvents remembers the Events of time-bound grants recorded.
 	windowEvents windowMemo
+	// binds holds a token per reconcile binding (turn.go).
+	binds chan struct{}
 }
 
 // New returns the Reconciler of d and o, or an error naming a missing
@@ -200,7 +206,9 @@ func newReconciler(d Deps, o Options) *Reconciler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Reconciler{Deps: d, opts: o, latency: metrics.NewBindingLatency(), spacing: status.NewSpacing(o.StatusSpacing)}
+	o.MaxConcurrentReconciles = cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)
+	return &Reconciler{Deps: d, opts: o, latency: metrics.NewBindingLatency(), spacing: status.NewSpacing(o.StatusSpacing),
+		binds: make(chan struct{}, o.MaxConcurrentReconciles)}
 }
 
 // SetupWithManager builds the controller (New) and registers it with mgr.
@@ -216,20 +224,26 @@ func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
 			r.Memo.Of(engine.RoleBindingKind.Name))).
 		Watches(&rbacv1.ClusterRoleBinding{}, watch.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
 			r.Memo.Of(engine.ClusterRoleBindingKind.Name))).
+		// The watches of templates, their roles and namespaces map to
+		// instances that exist, each enqueued by its own add: their initial
+		// lists are skipped (watch.SkipInitialList; the namespace handler
+		// itself, namespaces.go).
 		Watches(&oriav1alpha1.ScopeTemplate{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.instancesOf(ctx, o.GetName())
 			}),
 			// A new spec, or a new verdict on its roles (its Ready
 			// condition: a referenced ClusterRole appeared or went).
-			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, templateReadyChanged()))).
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, templateReadyChanged()),
+				watch.SkipInitialList[client.Object]())).
 		Watches(&rbacv1.ClusterRole{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				return r.instancesOf(ctx, ownership.ControllerName(o.GetOwnerReferences(), ownership.KindScopeTemplate))
-			})).
+			}), builder.WithPredicates(watch.SkipInitialList[client.Object]())).
 		WatchesMetadata(lookup.NamespaceMetadata(), &namespaceHandler{r: r}).
 		// The ConfigMaps oria publishes into (only those are cached): one
-		// deleted or changed is put right, or reported.
+		// deleted or changed is put right, or reported. Its initial list is
+		// not skipped: a ConfigMap may record an instance that is gone.
 		Watches(&corev1.ConfigMap{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 				var reqs []reconcile.Request
@@ -238,7 +252,8 @@ func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
 				}
 				return reqs
 			})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.MaxConcurrentReconciles + RevokeWorkers,
+			EnableWarmup: ptr.To(true)}). // a standby's watches run before it leads (controller.SetupAll)
 		Complete(r)
 }
 
@@ -282,7 +297,10 @@ func (r *Reconciler) instancesOf(ctx context.Context, template string) []reconci
 // Reconcile brings one instance's bindings and status up to date (the
 // steps below, run by reconciler.Reconcile).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	return reconciler.Reconcile[*oriav1alpha1.ScopeInstance, *plan, result](ctx, req, r.Client, r)
+	ctx, t := withTurn(ctx, r.binds)
+	defer t.done()
+	res, err := reconciler.Reconcile[*oriav1alpha1.ScopeInstance, *plan, result](ctx, req, r.Client, r)
+	return t.result(res, err, r.now()), err
 }
 
 // New returns an empty ScopeInstance to read into.

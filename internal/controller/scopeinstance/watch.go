@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -44,23 +43,6 @@ func (r *Reconciler) instancesForConfigMap(ctx context.Context, o client.Object)
 	for k := range o.GetAnnotations() {
 		if name, ok := strings.CutPrefix(k, oriav1alpha1.AnnotationPublishedPrefix); ok && !exists[name] {
 			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// instancesPublishingIn returns the instances that publish into a ConfigMap
-// of namespace: its creation lets them publish.
-func (r *Reconciler) instancesPublishingIn(ctx context.Context, namespace string) []string {
-	var all oriav1alpha1.ScopeInstanceList
-	if err := r.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing ScopeInstances")
-		return nil
-	}
-	var out []string
-	for _, si := range all.Items {
-		if pub := si.Spec.Publication; pub != nil && pub.ConfigMap.Namespace == namespace {
-			out = append(out, si.Name)
 		}
 	}
 	return out

@@ -51,8 +51,10 @@ const (
 func (r *Reconciler) now() time.Time { return r.opts.Now() }
 
 // Gather judges the instance's window at this instant, then reads what the
-// reconcile needs: inside the window everything (gather), outside it only
-// the bindings to delete (closedPlan).
+// reconcile needs: inside the window everything (gather), a fan-out with a
+// bind slot of its turn (turn.go); outside it only the bindings to delete
+// (closedPlan), at once. It notes in the turn the window's next instant,
+// for an exact requeue.
 func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, error) {
 	now := r.now()
 	w := binding.InstanceWindow(si.Spec)
@@ -60,14 +62,37 @@ func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 	var p *plan
 	var err error
 	if phase == binding.WindowOpen {
+		if fanout(si.Spec) {
+			if err := turnFrom(ctx).bind(ctx); err != nil {
+				return nil, err
+			}
+		}
 		p, err = r.gather(ctx, si)
 	} else {
 		p, err = r.closedPlan(ctx, si, phase)
 	}
 	if p != nil {
 		p.now, p.window, p.phase = now, w, phase
+		if at, change := r.windowInstant(p); change {
+			turnFrom(ctx).requeueAt(at, instantPriority(si.Spec))
+		}
 	}
 	return p, err
+}
+
+// instantPriority is the priority of the requeue at the next instant of an
+// instance's window, over routine work (0): 2 for a small grant, 1 for a
+// fan-out.
+// Of the grants starting or expiring together, the small ones, each one
+// quick reconcile, go first: a fan-out's writes (64 at a time) started
+// first slow every one of them down, and take no less time themselves,
+// the API server's work at the instant being the same (benchmarks.md,
+// expiry).
+func instantPriority(spec oriav1alpha1.ScopeInstanceSpec) int {
+	if fanout(spec) {
+		return 1
+	}
+	return 2
 }
 
 // closedPlan is the plan of an instance outside its window: every binding
@@ -92,8 +117,8 @@ func (r *Reconciler) closedPlan(ctx context.Context, si *oriav1alpha1.ScopeInsta
 }
 
 // revokeAll deletes, as oria, every binding of p.revoke (with oria's own
-// rights, whatever the ceiling: taking access away needs none), and
-// returns what it did.
+// rights, whatever the ceiling: taking access away needs none; nothing is
+// asked or read first), in parallel, and returns what it did.
 func (r *Reconciler) revokeAll(ctx context.Context, p *revokePlan) (rbs, crbs []engine.Outcome) {
 	w := r.writer()
 	return engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.rbs), engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.crbs)
@@ -146,25 +171,35 @@ func windowNote(p *plan) string {
 	return ", " + p.window.Describe(p.now)
 }
 
-// windowRequeue returns when to look again for the window's sake: at the
-// next instant that changes its phase, or at the expiry warning before
-// expiresAt, measured from now (not from when the plan was made); 0 when
-// nothing lies ahead.
+// windowRequeue returns when to look again for the window's sake
+// (windowInstant), measured from now (not from when the plan was made); 0
+// when nothing lies ahead.
 func (r *Reconciler) windowRequeue(p *plan) time.Duration {
-	if p == nil || !p.window.Bounded() {
+	at, _ := r.windowInstant(p)
+	if at.IsZero() {
 		return 0
+	}
+	// At least a millisecond: an instant already passed is looked at at once.
+	return max(at.Sub(r.now()), time.Millisecond)
+}
+
+// windowInstant returns the instant to look again for the window's sake:
+// the next instant that changes its phase (change), or the expiry warning
+// before expiresAt; zero when nothing lies ahead.
+func (r *Reconciler) windowInstant(p *plan) (at time.Time, change bool) {
+	if p == nil || !p.window.Bounded() {
+		return time.Time{}, false
 	}
 	phase, next := p.window.At(p.now)
 	if next == 0 {
-		return 0
+		return time.Time{}, false
 	}
 	if lead := r.opts.ExpiryWarning; phase == binding.WindowOpen && lead > 0 {
 		if warn := next - lead; warn > 0 {
-			next = warn
+			return p.now.Add(warn), false
 		}
 	}
-	// At least a millisecond: an instant already passed is looked at at once.
-	return max(p.now.Add(next).Sub(r.now()), time.Millisecond)
+	return p.now.Add(next), true
 }
 
 // windowEvent returns the reason of the Event a reconcile of a time-bound

@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -122,16 +123,20 @@ func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
 		// A referenced role that is one of oria's (an extension's generated
 		// role, another template's inline role) coming or going changes
 		// whether the template's roles exist. Other ClusterRoles are not in
-		// oria's cache: a missing one is looked for again on a timer.
+		// oria's cache: a missing one is looked for again on a timer. The
+		// templates found exist, each enqueued by its own add: the initial
+		// list is skipped (watch.SkipInitialList).
 		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			return reconciler.Requests(ctx, r.Client, &oriav1alpha1.ScopeTemplateList{}, client.MatchingFields{lookup.IndexScopeTemplateRole: o.GetName()})
-		})).
+			return reconciler.Requests(ctx, r.Client, &oriav1alpha1.ScopeTemplateList{}, client.MatchingFields{lookup.IndexScopeTemplateRole: o.GetName()},
+				client.UnsafeDisableDeepCopy)
+		}), builder.WithPredicates(watch.SkipInitialList[client.Object]())).
 		Watches(&oriav1alpha1.ScopeInstance{}, instanceHandler{}).
 		// A binding recording a ceiling changed or went: new inline rules
 		// held back for it may be due.
 		Watches(&rbacv1.RoleBinding{}, r.templateOfBinding(), builder.WithPredicates(hasCeiling())).
 		Watches(&rbacv1.ClusterRoleBinding{}, r.templateOfBinding(), builder.WithPredicates(hasCeiling())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles),
+			EnableWarmup: ptr.To(true)}). // a standby's watches run before it leads (controller.SetupAll)
 		Complete(r)
 }
 
