@@ -44,10 +44,23 @@ func TestWatchNamespace(t *testing.T) {
 			}
 			ce := installWatching(t, p, watched)
 
-			// operator-controller installed it for that namespace only.
-			dep := &appsv1.Deployment{}
-			require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: p.name, Name: p.name + "-operator"}, dep))
-			assert.Equal(t, watched, dep.Spec.Template.Annotations["olm.targetNamespaces"], "the operator's target namespaces")
+			// operator-controller installed it for that namespace only. Once
+			// (in CI, both cases of one run) the Deployment read right after
+			// Installed did not carry it yet: wait, and say what
+			// operator-controller was given.
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				dep := &appsv1.Deployment{}
+				if !assert.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: p.name, Name: p.name + "-operator"}, dep)) {
+					return
+				}
+				got := &ocv1.ClusterExtension{}
+				if !assert.NoError(c, k8sClient.Get(context.Background(), client.ObjectKeyFromObject(ce), got)) {
+					return
+				}
+				assert.Equal(c, watched, dep.Spec.Template.Annotations["olm.targetNamespaces"],
+					"the operator's target namespaces (the ClusterExtension's spec.config: %s; the Deployment's template annotations: %v)",
+					configOf(got), dep.Spec.Template.Annotations)
+			}, testutil.Timeout, testutil.Interval)
 			assertInstalledBy(t, bundleRole(t, p), ce.Name)
 
 			testutil.SetRBACMode(t, k8sClient, ce.Name, oriav1alpha1.RBACModeFineGrained)
@@ -87,4 +100,12 @@ func TestWatchNamespace(t *testing.T) {
 func installWatching(t *testing.T, p operatorPackage, watched string) *ocv1.ClusterExtension {
 	t.Helper()
 	return installWith(t, p, installOptions{watchNamespace: watched})
+}
+
+// configOf returns ce's spec.config as JSON, for a failure's message.
+func configOf(ce *ocv1.ClusterExtension) string {
+	if ce.Spec.Config == nil || ce.Spec.Config.Inline == nil {
+		return "none"
+	}
+	return string(ce.Spec.Config.Inline.Raw)
 }
