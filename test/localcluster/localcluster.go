@@ -70,6 +70,11 @@ type Options struct {
 	AssetsDir string
 	// ControllerManager also starts kube-controller-manager.
 	ControllerManager bool
+	// ClusterExtensionCRD is the ClusterExtension CRD file to install
+	// instead of the one of the operator-controller module go.mod pins
+	// (another release's). Never pass one in ExtraCRDPaths: envtest would
+	// install both definitions of the name, in an order that varies.
+	ClusterExtensionCRD string
 	// ExtraCRDPaths are installed in addition to oria's CRDs and the
 	// ClusterExtension CRD.
 	ExtraCRDPaths []string
@@ -186,9 +191,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 		}
 	}
 
-	ceCRD, err := ClusterExtensionCRDPath()
-	if err != nil {
-		return nil, err
+	ceCRD := opts.ClusterExtensionCRD
+	if ceCRD == "" {
+		if ceCRD, err = ClusterExtensionCRDPath(); err != nil {
+			return nil, err
+		}
 	}
 	c.env = &envtest.Environment{
 		BinaryAssetsDirectory: assets,

@@ -106,10 +106,17 @@ func TestMain(m *testing.M) {
 // CRDs, r's catalogd and operator-controller, oria.
 func runRelease(m *testing.M, r olmRelease) int {
 	underTest = r
-	// The release's own CRDs: its ClusterExtension CRD replaces the
-	// v1.11.0 one localcluster installs (envtest keeps the last definition
-	// of a name), and catalogd's ClusterCatalog.
-	opts := localcluster.Options{ControllerManager: true, Webhook: true, ExtraCRDPaths: []string{filepath.Join(r.dir, "crds")}}
+	// The release's own CRDs: its ClusterExtension CRD instead of the
+	// v1.11.0 one localcluster installs by default (given both, envtest
+	// installed either, varying from run to run: v1.5.1's watchNamespace
+	// tests then found spec.config pruned), and catalogd's ClusterCatalog.
+	crds := filepath.Join(r.dir, "crds")
+	opts := localcluster.Options{
+		ControllerManager:   true,
+		Webhook:             true,
+		ClusterExtensionCRD: filepath.Join(crds, "olm.operatorframework.io_clusterextensions.yaml"),
+		ExtraCRDPaths:       []string{filepath.Join(crds, "olm.operatorframework.io_clustercatalogs.yaml")},
+	}
 	kcmLog = nil
 	if os.Getenv("ORIA_TEST_VERBOSE") == "" {
 		if f, err := os.CreateTemp("", "oria-olm-kcm-*.log"); err == nil {
