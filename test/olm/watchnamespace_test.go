@@ -44,10 +44,10 @@ func TestWatchNamespace(t *testing.T) {
 			}
 			ce := installWatching(t, p, watched)
 
-			// operator-controller installed it for that namespace only. Once
-			// (in CI, both cases of one run) the Deployment read right after
-			// Installed did not carry it yet: wait, and say what
-			// operator-controller was given.
+			// operator-controller installed it for that namespace only. A
+			// failure says what operator-controller was given: that is how
+			// a ClusterExtension CRD without spec.config (the suite's, once)
+			// showed.
 			require.EventuallyWithT(t, func(c *assert.CollectT) {
 				dep := &appsv1.Deployment{}
 				if !assert.NoError(c, k8sClient.Get(context.Background(), client.ObjectKey{Namespace: p.name, Name: p.name + "-operator"}, dep)) {
