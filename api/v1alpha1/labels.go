@@ -175,3 +175,8 @@ func EffectiveRBACMode(annotations map[string]string, defaultMode RBACMode) (mod
 	}
 	return ParseRBACMode(v)
 }
+
+// AnnotationGateRoles is set on a gate, the ClusterRole a time-bound grant
+// over many namespaces binds in place of its template's roles: the roles,
+// comma-separated, whose rules it holds while the window is open.
+const AnnotationGateRoles = "oria.operatorframework.io/gate-roles"

@@ -97,6 +97,9 @@ type Shared struct {
 	// BundleRoles is one cache of bundle-provided ClusterRoles for the two
 	// controllers that read them.
 	BundleRoles cache.Cache
+	// ForeignRoles caches the ClusterRoles that are not oria's, for the
+	// gates of time-bound grants that copy them.
+	ForeignRoles cache.Cache
 	// Bindings looks up an instance's cached bindings by index.
 	Bindings *lookup.InstanceBindings
 	// Impersonators are the clients that write as a ceiling's
@@ -123,6 +126,9 @@ func NewShared(mgr ctrl.Manager, observe engine.Observer) (*Shared, error) {
 		return nil, err
 	}
 	if s.BundleRoles, err = manager.NewBundleRoleCache(mgr); err != nil {
+		return nil, err
+	}
+	if s.ForeignRoles, err = manager.NewForeignRoleCache(mgr); err != nil {
 		return nil, err
 	}
 	if s.Bindings, err = lookup.NewInstanceBindings(context.Background(), mgr.GetCache()); err != nil {
@@ -168,7 +174,8 @@ func (s *Shared) ScopeTemplateDeps(mgr ctrl.Manager) scopetemplate.Deps {
 
 // ScopeInstanceDeps are the ScopeInstance controller's dependencies on mgr.
 func (s *Shared) ScopeInstanceDeps(mgr ctrl.Manager) scopeinstance.Deps {
-	return scopeinstance.Deps{Base: s.base(mgr, scopeinstance.RecorderName), Bindings: s.Bindings, Impersonators: s.Impersonators, Authz: s.Authz}
+	return scopeinstance.Deps{Base: s.base(mgr, scopeinstance.RecorderName), Bindings: s.Bindings, Impersonators: s.Impersonators, Authz: s.Authz,
+		ForeignRoles: s.ForeignRoles}
 }
 
 // OrphansDeps are the sweep's dependencies on mgr.

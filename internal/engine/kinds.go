@@ -147,3 +147,30 @@ func unwanted(have, want map[string]string, exclusive []string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// GateRoleKind is how the engine writes a gate (binding.GateRole), the
+// ClusterRole a time-bound grant over many namespaces binds: its labels
+// are exactly oria's (a label someone adds could make an aggregated role
+// select it), it has no aggregationRule, and its rules are exactly the
+// desired ones. Every change is one update of the whole role: an apply
+// leaving the rules out would not remove rules the create wrote (another
+// field manager entry), and emptying the gate is what ends the grant.
+func GateRoleKind() Kind[*rbacv1.ClusterRole] {
+	return Kind[*rbacv1.ClusterRole]{
+		Name:    "ClusterRole",
+		New:     func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} },
+		Replace: Never[*rbacv1.ClusterRole],
+		UpToDate: func(cur, want *rbacv1.ClusterRole) bool {
+			return maps.Equal(cur.Labels, want.Labels) && metaUpToDate(cur, want) && cur.AggregationRule == nil &&
+				equality.Semantic.DeepEqual(cur.Rules, want.Rules)
+		},
+		Merge: func(cur, want *rbacv1.ClusterRole) (*rbacv1.ClusterRole, bool) {
+			out := cur.DeepCopy()
+			mergeMeta(out, want, nil)
+			out.Labels = maps.Clone(want.Labels)
+			out.AggregationRule = nil
+			out.Rules = want.Rules
+			return out, true
+		},
+	}
+}

@@ -96,6 +96,15 @@ func InstanceLabels(instance, template string) map[string]string {
 	return l
 }
 
+// GateLabels are the labels of the gate of an instance (a ClusterRole its
+// bindings bind in place of its template's roles; binding.GateRole): not
+// the template's, whose inline roles the ScopeTemplate controller keeps.
+func GateLabels(instance string) map[string]string {
+	l := managedLabels()
+	l[oriav1alpha1.LabelScopeInstance] = names.LabelValue(instance)
+	return l
+}
+
 // PolicyLabels are the labels of the ScopeTemplate and ScopeInstance
 // compiled from the named RBACPolicy.
 func PolicyLabels(policy string) map[string]string {

@@ -280,10 +280,15 @@ func (r *Reconciler) frozen(ctx context.Context, si *oriav1alpha1.ScopeInstance,
 // revokeFrozen deletes, as oria, the bindings an instance with a spec error
 // may no longer keep (frozenPlan).
 func (r *Reconciler) revokeFrozen(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *revokePlan) result {
+	// The gate is narrowed first (gate.go), never created.
+	var gate []engine.Outcome
+	if p.gate != nil && p.gate.cur != nil {
+		gate = r.writeGate(ctx, si, p.gate)
+	}
 	if len(p.rbs)+len(p.crbs) == 0 {
-		return result{}
+		return result{summary: engine.Summarize(gate)}
 	}
 	rbs, crbs := r.revokeAll(ctx, p)
 	r.recordEvents(si, nil, nil, rbs, crbs, nil)
-	return result{summary: engine.Summarize(rbs, crbs), revoked: len(rbs) + len(crbs)}
+	return result{summary: engine.Summarize(gate, rbs, crbs), revoked: len(rbs) + len(crbs)}
 }

@@ -57,12 +57,14 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/authz"
@@ -167,6 +169,10 @@ type Deps struct {
 	// Authz asks a ServiceAccount about the new rules of a role its
 	// bindings grant (ceiling.go).
 	Authz *authz.Authorizer
+	// ForeignRoles caches the ClusterRoles that are not oria's
+	// (manager.NewForeignRoleCache): a gate copies whichever roles its
+	// template names, and follows them as they change (gate.go).
+	ForeignRoles cache.Cache
 }
 
 // Reconciler reconciles ScopeInstances. Make one with New.
@@ -186,13 +192,16 @@ type Reconciler struct {
 	windowEvents windowMemo
 	// binds holds a token per reconcile binding (turn.go).
 	binds chan struct{}
+	// roles reads the roles a gate copies (gate.go).
+	roles lookup.Roles
 }
 
 // New returns the Reconciler of d and o, or an error naming a missing
 // dependency.
 func New(d Deps, o Options) (*Reconciler, error) {
 	if err := reconciler.Check("the ScopeInstance controller", d.Base, reconciler.Need{Name: "the binding index", Set: d.Bindings != nil},
-		reconciler.Need{Name: "the impersonating clients", Set: d.Impersonators != nil}, reconciler.Need{Name: "the authorizer", Set: d.Authz != nil}); err != nil {
+		reconciler.Need{Name: "the impersonating clients", Set: d.Impersonators != nil}, reconciler.Need{Name: "the authorizer", Set: d.Authz != nil},
+		reconciler.Need{Name: "the cache of ClusterRoles that are not oria's", Set: d.ForeignRoles != nil}); err != nil {
 		return nil, err
 	}
 	return newReconciler(d, o), nil
@@ -208,7 +217,7 @@ func newReconciler(d Deps, o Options) *Reconciler {
 	}
 	o.MaxConcurrentReconciles = cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)
 	return &Reconciler{Deps: d, opts: o, latency: metrics.NewBindingLatency(), spacing: status.NewSpacing(o.StatusSpacing),
-		binds: make(chan struct{}, o.MaxConcurrentReconciles)}
+		binds: make(chan struct{}, o.MaxConcurrentReconciles), roles: lookup.Roles{Managed: d.Client, Foreign: d.ForeignRoles}}
 }
 
 // SetupWithManager builds the controller (New) and registers it with mgr.
@@ -236,10 +245,18 @@ func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
 			// condition: a referenced ClusterRole appeared or went).
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, templateReadyChanged()),
 				watch.SkipInitialList[client.Object]())).
+		// oria's ClusterRoles: a template's inline role concerns its
+		// instances, a gate its instance (drift is put right), and any role
+		// a template names the gates that copy it (gate.go); so do the
+		// roles that are not oria's.
 		Watches(&rbacv1.ClusterRole{},
 			handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-				return r.instancesOf(ctx, ownership.ControllerName(o.GetOwnerReferences(), ownership.KindScopeTemplate))
+				return append(r.instancesOf(ctx, ownership.ControllerName(o.GetOwnerReferences(), ownership.KindScopeTemplate)), r.copying(ctx, o)...)
 			}), builder.WithPredicates(watch.SkipInitialList[client.Object]())).
+		Watches(&rbacv1.ClusterRole{}, watch.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
+			r.Memo.Of(gateKind.Name))).
+		WatchesRawSource(source.Kind(d.ForeignRoles, client.Object(&rbacv1.ClusterRole{}),
+			handler.EnqueueRequestsFromMapFunc(r.copying), watch.SkipInitialList[client.Object]())).
 		WatchesMetadata(lookup.NamespaceMetadata(), &namespaceHandler{r: r}).
 		// The ConfigMaps oria publishes into (only those are cached): one
 		// deleted or changed is put right, or reported. Its initial list is
@@ -273,6 +290,16 @@ func templateReadyChanged() predicate.Predicate {
 		}
 		return reason(e.ObjectOld) != reason(e.ObjectNew)
 	}}
+}
+
+// copying returns a request for every gated instance whose gate copies the
+// ClusterRole o (gatedInstances).
+func (r *Reconciler) copying(ctx context.Context, o client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, name := range r.gatedInstances(ctx, o.GetName()) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+	return reqs
 }
 
 // instancesOf returns a request for every instance of the named template.
@@ -319,7 +346,7 @@ func (r *Reconciler) Deleting(ctx context.Context, si *oriav1alpha1.ScopeInstanc
 // (revokeFrozen, ceiling.go). Otherwise write (write.go) binds.
 func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
 	switch {
-	case p.phase != binding.WindowOpen:
+	case p.phase != binding.WindowOpen && p.bind == nil && p.revoke.specErr == nil:
 		r.latency.Abandon(si.Name)
 		return r.writeClosed(ctx, si, p)
 	case p.revoke != nil:

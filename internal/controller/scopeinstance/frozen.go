@@ -29,15 +29,24 @@ import (
 // delete are those the current spec no longer allows, and, for an instance
 // with a ceiling, those its ServiceAccount no longer vouches for (frozen).
 func (r *Reconciler) frozenPlan(ctx context.Context, si *oriav1alpha1.ScopeInstance, serr *binding.SpecError,
-	nss []binding.Namespace, recreated []string) (*revokePlan, error) {
+	nss []binding.Namespace, recreated []string, open bool) (*revokePlan, error) {
 	p := &revokePlan{specErr: serr, ceiling: si.Spec.ServiceAccount != nil, cluster: binding.IsClusterWide(si.Spec)}
 	rbs, crbs, err := r.existingBindings(si.Name)
-	if err != nil || len(rbs)+len(crbs) == 0 {
-		return p, err
+	if err != nil {
+		return nil, err
 	}
 	allow, err := r.allowance(ctx, si, nss, recreated)
 	if err != nil {
 		return nil, err
+	}
+	// A gate is narrowed to what the spec allows, and empty before the
+	// window; one left over from a gated spec keeps its sources, if the
+	// spec still names them, until the spec is fixed.
+	if p.gate, err = r.frozenGate(ctx, si, &allow, open); err != nil {
+		return nil, err
+	}
+	if len(rbs)+len(crbs) == 0 {
+		return p, nil
 	}
 	p.rbs = binding.Narrow(rbs, allow, binding.RoleOfRoleBinding, binding.SubjectsOfRoleBinding)
 	p.crbs = binding.Narrow(crbs, allow, binding.RoleOfClusterRoleBinding, binding.SubjectsOfClusterRoleBinding)

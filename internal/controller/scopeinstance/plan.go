@@ -73,6 +73,9 @@ type bindPlan struct {
 	// its inline roles in place have now.
 	ceiling     *ceiling
 	inlineRules map[string][]rbacv1.PolicyRule
+	// gate is set for a gated instance, and for one with a gate left
+	// over (gate.go).
+	gate *gatePlan
 }
 
 // revokePlan is the plan of an instance that writes nothing: outside its
@@ -88,6 +91,9 @@ type revokePlan struct {
 	ceiling bool
 	rbs     []*rbacv1.RoleBinding
 	crbs    []*rbacv1.ClusterRoleBinding
+	// gate is the instance's gate, if it has one: emptied first (outside
+	// the window) or narrowed (a spec error; gate.go).
+	gate *gatePlan
 }
 
 // hasCeiling reports whether the instance names a ceiling ServiceAccount:
@@ -106,8 +112,10 @@ func (p *plan) serviceAccountMissing() bool {
 }
 
 // gather reads what a reconcile of si inside its window (see Gather) needs
-// and decides the bindings with the pure functions of package binding.
-func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, error) {
+// and decides the bindings with the pure functions of package binding. A
+// gated instance (gate.go) is gathered before its window too (open false):
+// its bindings are made then, to its empty gate.
+func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance, open bool) (*plan, error) {
 	var nss []binding.Namespace
 	if !binding.IsClusterWide(si.Spec) {
 		var err error
@@ -129,7 +137,7 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 		serr = &binding.SpecError{Reason: oriav1alpha1.ReasonInvalidSpec, Message: err.Error() + "; nothing is changed until it is fixed"}
 	}
 	if serr != nil {
-		rp, err := r.frozenPlan(ctx, si, serr, nss, recreated)
+		rp, err := r.frozenPlan(ctx, si, serr, nss, recreated, open)
 		if err != nil {
 			return nil, err
 		}
@@ -140,6 +148,13 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 		b.wantCRBs = binding.ClusterRoleBindings(si, b.template.Name, b.roles, subj)
 	} else {
 		b.wantRBs = binding.RoleBindings(si, b.template.Name, b.roles, subj, b.targets.Namespaces)
+	}
+	if binding.Gated(si.Spec) {
+		if err := r.gateBindPlan(ctx, si, b, open); err != nil {
+			return nil, err
+		}
+	} else if b.gate, err = r.closedGate(ctx, si); err != nil {
+		return nil, err
 	}
 	if b.existingRBs, b.existingCRBs, err = r.existingBindings(si.Name); err != nil {
 		return nil, err

@@ -8,12 +8,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 )
 
 // Fan-outs, and everything else. The controller's workers are the
 // fan-outs it binds at once (MaxConcurrentReconciles,
 // DefaultMaxConcurrentReconciles) plus RevokeWorkers. A fan-out (an
-// instance with a namespace selector, or listing more than smallGrant
+// instance with a namespace selector, or listing more than binding.SmallGrant
 // namespaces) holds one of the bind slots while it reconciles inside its
 // window: its plan holds a desired binding per namespace and its writes
 // fill the engine's tokens. Every other reconcile holds none: a revocation
@@ -28,14 +29,11 @@ import (
 // plus the time the status write after the requeue's computation took, and
 // with a priority over routine work (instantPriority, window.go).
 
-// smallGrant is the most namespaces an instance lists and still binds
-// without a bind slot.
-const smallGrant = 16
-
 // fanout reports whether an instance's reconcile inside its window takes a
-// bind slot: it selects its namespaces, or lists more than smallGrant.
+// bind slot: it selects its namespaces, or lists more than
+// binding.SmallGrant (binding.FanOut).
 func fanout(spec oriav1alpha1.ScopeInstanceSpec) bool {
-	return spec.NamespaceSelector != nil || len(spec.Namespaces) > smallGrant
+	return binding.FanOut(spec)
 }
 
 // RevokeWorkers are the controller's workers beyond its bind slots: the

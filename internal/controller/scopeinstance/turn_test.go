@@ -121,18 +121,18 @@ func TestWindowInstant(t *testing.T) {
 }
 
 // TestFanout: an instance that selects its namespaces, or lists more than
-// smallGrant, binds with a bind slot; a few listed namespaces, or
+// binding.SmallGrant, binds with a bind slot; a few listed namespaces, or
 // cluster-wide, without.
 func TestFanout(t *testing.T) {
-	many := make([]string, smallGrant+1)
+	many := make([]string, binding.SmallGrant+1)
 	for _, tc := range []struct {
 		name string
 		spec oriav1alpha1.ScopeInstanceSpec
 		want bool
 	}{
 		{"a selector", oriav1alpha1.ScopeInstanceSpec{NamespaceSelector: &metav1.LabelSelector{}}, true},
-		{"more than smallGrant listed", oriav1alpha1.ScopeInstanceSpec{Namespaces: many}, true},
-		{"smallGrant listed", oriav1alpha1.ScopeInstanceSpec{Namespaces: many[:smallGrant]}, false},
+		{"more than binding.SmallGrant listed", oriav1alpha1.ScopeInstanceSpec{Namespaces: many}, true},
+		{"binding.SmallGrant listed", oriav1alpha1.ScopeInstanceSpec{Namespaces: many[:binding.SmallGrant]}, false},
 		{"cluster-wide", oriav1alpha1.ScopeInstanceSpec{}, false},
 	} {
 		if got := fanout(tc.spec); got != tc.want {

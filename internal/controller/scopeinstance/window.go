@@ -61,13 +61,14 @@ func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 	phase, _ := w.At(now)
 	var p *plan
 	var err error
-	if phase == binding.WindowOpen {
+	// A gated instance binds its empty gate before its window (gate.go).
+	if phase == binding.WindowOpen || (phase == binding.WindowPending && binding.Gated(si.Spec)) {
 		if fanout(si.Spec) {
 			if err := turnFrom(ctx).bind(ctx); err != nil {
 				return nil, err
 			}
 		}
-		p, err = r.gather(ctx, si)
+		p, err = r.gather(ctx, si, phase == binding.WindowOpen)
 	} else {
 		p, err = r.closedPlan(ctx, si, phase)
 	}
@@ -113,6 +114,9 @@ func (r *Reconciler) closedPlan(ctx context.Context, si *oriav1alpha1.ScopeInsta
 	if rp.rbs, rp.crbs, err = r.existingBindings(si.Name); err != nil {
 		return nil, err
 	}
+	if rp.gate, err = r.closedGate(ctx, si); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -124,13 +128,18 @@ func (r *Reconciler) revokeAll(ctx context.Context, p *revokePlan) (rbs, crbs []
 	return engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.rbs), engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.crbs)
 }
 
-// writeClosed deletes every binding of an instance outside its window
-// first (revokeAll); then publishes the list of what is left bound (none
+// writeClosed empties the instance's gate, if it has one, and deletes every
+// binding of an instance outside its window (revokeAll), then the gate;
+// then publishes the list of what is left bound (none
 // of the instance's namespaces). At the expiry, the AccessExpired event
 // says how many bindings went; otherwise BindingsDeleted does.
 func (r *Reconciler) writeClosed(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
+	var emptied []engine.Outcome
+	if g := p.revoke.gate; g != nil {
+		emptied = r.emptyGates(ctx, []*rbacv1.ClusterRole{g.cur})
+	}
 	rbs, crbs := r.revokeAll(ctx, p.revoke)
-	res := result{summary: engine.Summarize(rbs, crbs), revoked: len(rbs) + len(crbs)}
+	res := result{summary: engine.Summarize(rbs, crbs, emptied, r.deleteGate(ctx, p.revoke.gate, rbs)), revoked: len(rbs) + len(crbs)}
 	res.published = r.publisher().Publish(ctx, si, false, nil, false)
 	if !r.recordWindow(ctx, si, p, res) {
 		r.recordEvents(si, nil, nil, rbs, crbs, nil)
@@ -143,7 +152,7 @@ func (r *Reconciler) writeClosed(ctx context.Context, si *oriav1alpha1.ScopeInst
 // deletions failed.
 func closedStatus(st *oriav1alpha1.ScopeInstanceStatus, p *plan, res result, err error, ready status.Ready) {
 	st.Scope = oriav1alpha1.ScopeNamespaces
-	if p.revoke.cluster {
+	if (p.revoke != nil && p.revoke.cluster) || (p.bind != nil && p.bind.targets.Cluster) {
 		st.Scope = oriav1alpha1.ScopeCluster
 	}
 	st.BoundNamespaces, st.BoundNamespaceCount, st.PartiallyBoundNamespaceCount = nil, 0, 0
@@ -152,6 +161,14 @@ func closedStatus(st *oriav1alpha1.ScopeInstanceStatus, p *plan, res result, err
 	switch {
 	case err != nil:
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
+	case len(res.conflicts) > 0:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict,
+			status.Enumerate(res.conflicts, 5)+"; oria leaves such objects alone: remove or rename them")
+	case p.phase == binding.WindowPending && p.bind != nil && p.bind.gate != nil && p.bind.gate.want != nil:
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonPending, fmt.Sprintf(
+			"the grant is time-bound, %s: nothing is granted before spec.notBefore; its bindings are made in %d namespace(s) to ClusterRole %q, "+
+				"which holds no rule until then and every rule of its %d role(s) from then on", p.window.Describe(p.now), len(p.bind.targets.Namespaces),
+			p.bind.gate.want.Name, len(p.bind.roles)))
 	case p.phase == binding.WindowPending:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonPending, fmt.Sprintf(
 			"the grant is time-bound, %s: nothing is bound before spec.notBefore", p.window.Describe(p.now)))

@@ -14,8 +14,8 @@ import (
 	"github.com/operator-framework/oria/internal/publish"
 )
 
-// Cleanup removes the bindings of a deleted instance, and what it
-// published.
+// Cleanup removes the bindings and the gate of a deleted instance, and
+// what it published.
 func (r *Reconciler) Cleanup(ctx context.Context, instance string) error {
 	r.spacing.Forget(instance)
 	r.windowEvents.forget(instance)
@@ -26,10 +26,21 @@ func (r *Reconciler) Cleanup(ctx context.Context, instance string) error {
 	if err != nil {
 		return err
 	}
+	gates, err := r.gatesOf(ctx, instance)
+	if err != nil {
+		return err
+	}
 	w := r.writer()
-	s := engine.Summarize(
-		engine.Delete(ctx, w, engine.RoleBindingKind.Name, rbs),
-		engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, crbs))
+	// A gate is emptied first: its bindings then grant nothing at once. It
+	// goes last, never leaving a binding to a name no role holds.
+	emptied := r.emptyGates(ctx, gates)
+	deletedRBs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, rbs)
+	deletedCRBs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, crbs)
+	var deletedGates []engine.Outcome
+	if len(engine.Summarize(deletedRBs, deletedCRBs).Errors) == 0 {
+		deletedGates = engine.Delete(ctx, w, gateKind.Name, gates)
+	}
+	s := engine.Summarize(emptied, deletedRBs, deletedCRBs, deletedGates)
 	if n := s.Count[engine.Deleted]; n > 0 {
 		ctrl.LoggerFrom(ctx).Info("deleted the bindings of a deleted ScopeInstance", "count", n)
 	}
@@ -79,6 +90,8 @@ func (res result) unwatched(p *plan) bool {
 // write carries out a bind plan: it creates and repairs first, publishes
 // (publish.Publisher), deletes after, so that a changed role never leaves a
 // gap without access and a published namespace always has its bindings.
+// A gated instance's gate is written before or after its bindings, and
+// deleted last when it is no longer wanted (gate.go).
 // For an instance with a ceiling, the ServiceAccount is asked first about
 // roles whose new rules are held back, and a binding it no longer vouches
 // for is deleted at once (see ceiling.go). The calls, in order:
@@ -108,19 +121,33 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 			return result{}, err
 		}
 	}
+	var gate []engine.Outcome
+	if p.gate.gateFirstNow() {
+		gate = r.writeGate(ctx, si, p.gate)
+	}
 	ensuredRBs := engine.Ensure(ctx, w, engine.RoleBindingKind, owns, v.rbs, existingRBs)
 	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, v.crbs, existingCRBs)
+	if !p.gate.gateFirstNow() {
+		gate = r.writeGate(ctx, si, p.gate) // filled once its bindings are in place
+	}
 	revokedRBs, revokedCRBs := revoke(ctx, w, v, ensuredRBs, ensuredCRBs, existingRBs, existingCRBs)
 	ensuredRBs, ensuredCRBs = append(ensuredRBs, v.refusedRBs...), append(ensuredCRBs, v.refusedCRBs...)
 	r.latency.Bound(si.Name, ensuredRBs)
 	ensured := engine.Summarize(ensuredRBs, ensuredCRBs)
 	bound := boundNamespaces(si.Name, p, ensured)
+	if p.gate != nil && p.gate.want != nil && !p.gate.filled() {
+		// Bound to an empty gate before the window: nothing is granted.
+		bound = nil
+	}
 	clusterOK := len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted)+p.withheld == 0
 	pubs := r.publisher().Publish(ctx, si, p.targets.Cluster, bound, clusterOK)
 	deletedRBs := append(revokedRBs, engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)...)
 	deletedCRBs := append(revokedCRBs, engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)...)
-	res := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs), ensuredRBs: ensuredRBs, bound: bound, published: pubs,
-		revoked: len(revokedRBs) + len(revokedCRBs)}
+	res := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs, gate, r.deleteGate(ctx, p.gate, deletedRBs)), ensuredRBs: ensuredRBs,
+		bound: bound, published: pubs, revoked: len(revokedRBs) + len(revokedCRBs)}
+	if p.gate != nil && p.gate.conflict != "" {
+		res.conflicts = append(res.conflicts, p.gate.conflict)
+	}
 	for _, role := range p.conflicted {
 		res.conflicts = append(res.conflicts, fmt.Sprintf("ClusterRole %q of ScopeTemplate %q exists and was not created by oria for the template", role, p.template.Name))
 	}

@@ -1,0 +1,100 @@
+package binding
+
+import (
+	"slices"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/ownership"
+)
+
+// Gates. A time-bound grant over many namespaces (Gated) binds, in each of
+// its namespaces, one ClusterRole of its own, its gate, instead of each of
+// its template's roles. The gate holds the rules of those roles while the
+// window is open and none outside it, so that each instant of the window
+// is one write, whatever the number of namespaces: the gate's bindings are
+// made while the grant is pending (they grant nothing), the gate is filled
+// at notBefore, and emptied at expiresAt before its bindings and then the
+// gate itself are deleted. Deleting a thousand bindings one by one takes
+// the API server longer than the second a time-bound grant is allowed
+// (docs/benchmarks.md, expiry).
+//
+// The gate is a copy, kept in step with the roles it stands for: a role
+// narrowed, widened, deleted or created is copied as soon as oria sees it,
+// as the aggregation controller copies the roles aggregated into the
+// built-in ones. It never carries an aggregation label or rule.
+
+// SmallGrant is the most namespaces an instance lists and still counts as
+// a small grant rather than a fan-out (FanOut).
+const SmallGrant = 16
+
+// FanOut reports whether an instance binds over many namespaces: it
+// selects its namespaces, or lists more than SmallGrant.
+func FanOut(spec oriav1alpha1.ScopeInstanceSpec) bool {
+	return spec.NamespaceSelector != nil || len(spec.Namespaces) > SmallGrant
+}
+
+// Gated reports whether an instance binds a gate (see above): a time-bound
+// fan-out without a ceiling. A small grant starts and ends within the
+// second binding by binding; a cluster-wide one has a binding per role;
+// an instance with a ceiling binds as its ServiceAccount, which must hold
+// every role it binds (a gate's rules would be copied by oria).
+func Gated(spec oriav1alpha1.ScopeInstanceSpec) bool {
+	return InstanceWindow(spec).Bounded() && FanOut(spec) && !IsClusterWide(spec) && spec.ServiceAccount == nil
+}
+
+// GateName returns the name of the gate of the instance with this name and
+// UID: an instance deleted and created again has another gate.
+func GateName(instance string, uid string) string {
+	return names.Join("oria-window", instance, names.Hash(uid))
+}
+
+// GateSource is a role a gate stands for, with the rules it grants now.
+type GateSource struct {
+	Name  string
+	Rules []rbacv1.PolicyRule
+}
+
+// GateRole returns the gate of inst standing for sources (sorted by name),
+// holding their rules when open and none otherwise. The rules are each
+// source's in turn, without repeats; an empty gate has nil rules.
+func GateRole(inst *oriav1alpha1.ScopeInstance, sources []GateSource, open bool) *rbacv1.ClusterRole {
+	sources = slices.SortedFunc(slices.Values(sources), func(a, b GateSource) int { return strings.Compare(a.Name, b.Name) })
+	roleNames := make([]string, len(sources))
+	var rules []rbacv1.PolicyRule
+	for i, s := range sources {
+		roleNames[i] = s.Name
+		if !open {
+			continue
+		}
+		for _, rule := range s.Rules {
+			if !slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(r, rule) }) {
+				rules = append(rules, *rule.DeepCopy())
+			}
+		}
+	}
+	return &rbacv1.ClusterRole{
+		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            GateName(inst.Name, string(inst.UID)),
+			Labels:          ownership.GateLabels(inst.Name),
+			Annotations:     map[string]string{oriav1alpha1.AnnotationGateRoles: strings.Join(roleNames, ",")},
+			OwnerReferences: []metav1.OwnerReference{ownership.Ref(ownership.KindScopeInstance, inst.Name, inst.UID)},
+		},
+		Rules: rules,
+	}
+}
+
+// GateRoles returns the roles a gate stands for (its annotation), sorted.
+func GateRoles(gate *rbacv1.ClusterRole) []string {
+	v := gate.Annotations[oriav1alpha1.AnnotationGateRoles]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}

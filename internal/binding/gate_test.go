@@ -1,0 +1,96 @@
+package binding
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/ownership"
+)
+
+func TestGated(t *testing.T) {
+	at := &metav1.Time{}
+	many := make([]string, SmallGrant+1)
+	selector := &metav1.LabelSelector{}
+	for _, tc := range []struct {
+		name string
+		spec oriav1alpha1.ScopeInstanceSpec
+		want bool
+	}{
+		{"time-bound selector", oriav1alpha1.ScopeInstanceSpec{NamespaceSelector: selector, ExpiresAt: at}, true},
+		{"time-bound, many listed", oriav1alpha1.ScopeInstanceSpec{Namespaces: many, NotBefore: at}, true},
+		{"time-bound, SmallGrant listed", oriav1alpha1.ScopeInstanceSpec{Namespaces: many[:SmallGrant], ExpiresAt: at}, false},
+		{"selector without a window", oriav1alpha1.ScopeInstanceSpec{NamespaceSelector: selector}, false},
+		{"time-bound cluster-wide", oriav1alpha1.ScopeInstanceSpec{ExpiresAt: at}, false},
+		{"time-bound selector with a ceiling", oriav1alpha1.ScopeInstanceSpec{NamespaceSelector: selector, ExpiresAt: at,
+			ServiceAccount: &oriav1alpha1.ServiceAccountReference{Name: "sa", Namespace: "ns"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Gated(tc.spec); got != tc.want {
+				t.Errorf("Gated = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGateName(t *testing.T) {
+	a, b := GateName("team-a", "uid-1"), GateName("team-a", "uid-2")
+	if a == b {
+		t.Errorf("an instance created again gets the same gate %q", a)
+	}
+	if !strings.HasPrefix(a, "oria-window-team-a-") {
+		t.Errorf("GateName = %q, want it to name the instance", a)
+	}
+	long := GateName(strings.Repeat("x", 253), "uid")
+	if errs := validation.IsDNS1123Subdomain(long); len(errs) > 0 {
+		t.Errorf("GateName of a long instance = %q: %v", long, errs)
+	}
+}
+
+func TestGateRole(t *testing.T) {
+	inst := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "uid-1"}}
+	pods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}
+	widgets := rbacv1.PolicyRule{APIGroups: []string{"example.com"}, Resources: []string{"widgets"}, Verbs: []string{"list"}}
+	sources := []GateSource{{Name: "b-role", Rules: []rbacv1.PolicyRule{widgets, pods}}, {Name: "a-role", Rules: []rbacv1.PolicyRule{pods}}, {Name: "missing"}}
+	meta := metav1.ObjectMeta{
+		Name:            GateName("team-a", "uid-1"),
+		Labels:          ownership.GateLabels("team-a"),
+		Annotations:     map[string]string{oriav1alpha1.AnnotationGateRoles: "a-role,b-role,missing"},
+		OwnerReferences: []metav1.OwnerReference{ownership.Ref(ownership.KindScopeInstance, "team-a", "uid-1")},
+	}
+	typeMeta := metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}
+	for _, tc := range []struct {
+		name string
+		open bool
+		want *rbacv1.ClusterRole
+	}{
+		{"open: every source's rules, sorted by source, once each", true,
+			&rbacv1.ClusterRole{TypeMeta: typeMeta, ObjectMeta: meta, Rules: []rbacv1.PolicyRule{pods, widgets}}},
+		{"closed: no rule, the same sources", false, &rbacv1.ClusterRole{TypeMeta: typeMeta, ObjectMeta: meta}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := GateRole(inst, sources, tc.open)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("GateRole (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{"a-role", "b-role", "missing"}, GateRoles(got)); diff != "" {
+				t.Errorf("GateRoles (-want +got):\n%s", diff)
+			}
+			if _, ok := got.Labels[oriav1alpha1.LabelScopeTemplate]; ok {
+				t.Errorf("a gate carries the template label: the ScopeTemplate controller would take it for an inline role")
+			}
+		})
+	}
+	// The copy is the gate's own: changing a source's rules afterwards
+	// does not change the gate.
+	got := GateRole(inst, sources, true)
+	sources[1].Rules[0].Verbs[0] = "delete"
+	if got.Rules[0].Verbs[0] != "get" {
+		t.Errorf("the gate shares its rules with a source")
+	}
+}
