@@ -109,7 +109,11 @@ func TestGatedGrant(t *testing.T) {
 	t.Logf("access granted %s after notBefore", opened.Sub(notBefore.Time).Round(time.Millisecond))
 	assert.False(t, opened.Before(notBefore.Time), "granted before notBefore")
 	assert.Less(t, opened.Sub(notBefore.Time), windowJitter)
-	eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
+	got = eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
+	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, oriav1alpha1.TypeReady).Message, gateName)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.ElementsMatch(c, nss, get(c, si.Name, "", &oriav1alpha1.ScopeInstance{}).Status.BoundNamespaces)
+	}, testutil.Timeout, testutil.Interval)
 
 	// The referenced role narrowed: the gate follows (revocation lands).
 	podRole := get(t, role, "", &rbacv1.ClusterRole{})
@@ -217,4 +221,42 @@ func TestGateReplaced(t *testing.T) {
 	require.NoError(t, k8sClient.Delete(context.Background(), si, client.PropagationPolicy(metav1.DeletePropagationOrphan)))
 	grantsNow(t, false, checks...)
 	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Nil(c, gateOf(c, si)) }, testutil.Timeout, testutil.Interval)
+}
+
+// TestGateThroughSpecError: a gated grant whose template is deleted keeps
+// the access of its referenced role (a spec error revokes nothing by
+// surprise), but a later
+// notBefore ends it at once through the gate, bindings kept for the new
+// window, and its expiry lands all the same: the gate is emptied, then it
+// and its bindings go.
+func TestGateThroughSpecError(t *testing.T) {
+	testutil.NeedCluster(t)
+	label, nss, tmpl, _, checks := gatedFixture(t)
+	si := newInstance(testutil.UniqueName("si"), tmpl.Name, nil, matchLabels(label, "yes"))
+	si.Spec.ExpiresAt = wholeSecondsFromNow(time.Hour)
+	create(t, si)
+	grantsNow(t, true, checks...)
+	si = get(t, si.Name, "", &oriav1alpha1.ScopeInstance{})
+	gateName := binding.GateName(si.Name, string(si.UID))
+
+	// The template's inline role goes with it (a binding of it would grant
+	// nothing either); the referenced role's rules stay.
+	require.NoError(t, k8sClient.Delete(context.Background(), tmpl))
+	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonTemplateNotFound)
+	pods := []testutil.Access{checks[0], checks[2], checks[4]}
+	grantsNow(t, true, pods...)
+
+	update(t, si, func() { si.Spec.NotBefore = wholeSecondsFromNow(30 * time.Minute) })
+	grantsNow(t, false, checks...)
+	assert.ElementsMatch(t, nss, roleBindingNamespaces(t, si.Name, gateName), "the bindings stay for the window ahead")
+	assert.Empty(t, gateOf(t, si).Rules)
+
+	expiresAt := wholeSecondsFromNow(3 * time.Second)
+	update(t, si, func() { si.Spec.NotBefore, si.Spec.ExpiresAt = nil, expiresAt })
+	eventuallyBoundIn(t, si.Name, gateName)
+	gone := time.Now()
+	t.Logf("bindings deleted %s after expiresAt, under a spec error", gone.Sub(expiresAt.Time).Round(time.Millisecond))
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Nil(c, gateOf(c, si)) }, testutil.Timeout, testutil.Interval)
+	denied(t, checks...)
+	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonExpired)
 }

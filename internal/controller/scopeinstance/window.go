@@ -179,13 +179,17 @@ func closedStatus(st *oriav1alpha1.ScopeInstanceStatus, p *plan, res result, err
 	}
 }
 
-// windowNote is what a Bound message adds for a time-bound grant: when it
-// ends and how long is left ("" without an end).
+// windowNote is what a Bound message adds for a time-bound grant: the gate
+// it binds, if any, when it ends and how long is left ("" for none).
 func windowNote(p *plan) string {
-	if p.window.ExpiresAt == nil {
-		return ""
+	var note string
+	if p.bind != nil && p.bind.gate != nil && p.bind.gate.want != nil {
+		note = fmt.Sprintf(" (through ClusterRole %q, the grant's gate)", p.bind.gate.want.Name)
 	}
-	return ", " + p.window.Describe(p.now)
+	if p.window.ExpiresAt == nil {
+		return note
+	}
+	return note + ", " + p.window.Describe(p.now)
 }
 
 // windowRequeue returns when to look again for the window's sake
