@@ -182,16 +182,35 @@ func via(kind string, b *metav1.ObjectMeta, ref rbacv1.RoleRef, instances map[st
 				return "ScopeInstance " + si, nil
 			}
 			w := windowOf(binding.InstanceWindow(inst.Spec), now)
-			if p := ownership.ControllerName(inst.OwnerReferences, ownership.KindRBACPolicy); p != "" {
-				return "RBACPolicy " + p + viaNote(w), w
+			note := viaNote(w)
+			if ref.Kind == "ClusterRole" && ref.Name == binding.GateName(inst.Name, string(inst.UID)) {
+				note = gateViaNote(w, ref.Name)
 			}
-			return "ScopeInstance " + si + viaNote(w), w
+			if p := ownership.ControllerName(inst.OwnerReferences, ownership.KindRBACPolicy); p != "" {
+				return "RBACPolicy " + p + note, w
+			}
+			return "ScopeInstance " + si + note, w
 		}
 	}
 	if ref.Kind == "ClusterRole" && legacyRoles[ref.Name] {
 		return fmt.Sprintf("Legacy aggregation: %s %s -> %s", kind, name, ref.Name), nil
 	}
 	return fmt.Sprintf("%s %s -> %s %s", kind, name, ref.Kind, ref.Name), nil
+}
+
+// gateViaNote is viaNote for a binding to the gate of a time-bound grant
+// (binding.Gated): its bindings are in place from before the window to its
+// end, and the gate's rules are what grants; a binding found to give
+// access out of the window means the gate still holds rules.
+func gateViaNote(w *GrantWindow, gate string) string {
+	if w != nil && (w.State == WindowExpired || w.State == WindowPending) {
+		state := w.Description
+		if w.State == WindowPending {
+			state = "pending, " + state
+		}
+		return " (" + state + ": its gate, ClusterRole " + gate + ", still holds rules: oria has not emptied it yet)"
+	}
+	return viaNote(w)
 }
 
 // SubjectString writes a subject as "User alice", "Group developers" or

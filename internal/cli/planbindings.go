@@ -58,7 +58,8 @@ func formatRules(rules []rbacv1.PolicyRule) string {
 }
 
 // instanceChanges records the changes of the bindings of the instance
-// named name; si nil means the instance goes, and its bindings with it.
+// named name, and of its gate (plangate.go); si nil means the instance
+// goes, and its bindings and gate with it.
 func (p *planner) instanceChanges(name string, si *oriav1alpha1.ScopeInstance) {
 	mine := func(o client.Object) bool {
 		return o.GetLabels()[oriav1alpha1.LabelScopeInstance] == names.LabelValue(name) &&
@@ -77,9 +78,20 @@ func (p *planner) instanceChanges(name string, si *oriav1alpha1.ScopeInstance) {
 		}
 	}
 	owner := "ScopeInstance " + name
-	if si == nil || !p.inWindow(si) {
-		all := append(binding.Objects(haveRBs), binding.Objects(haveCRBs)...)
-		p.diff(owner, nil, all, all)
+	existing := append(binding.Objects(haveRBs), binding.Objects(haveCRBs)...)
+	gates := p.gatesOf(name)
+	var gated *gatedPlan
+	binds, open := si != nil, true
+	if binds && binding.Gated(si.Spec) {
+		g := p.planGate(si)
+		gated = &g
+		binds, open = p.gateWindow(si, g.describe)
+	} else if binds {
+		binds = p.inWindow(si)
+	}
+	if !binds {
+		p.diff(owner, nil, existing, existing)
+		p.deleteGates(owner, gates, "")
 		return
 	}
 	t, targets, roles, ok := p.resolve(si)
@@ -87,6 +99,11 @@ func (p *planner) instanceChanges(name string, si *oriav1alpha1.ScopeInstance) {
 		return
 	}
 	p.summarize(t, si.Name)
+	if gated != nil {
+		gated.fill(p, si, t, targets, roles, open)
+		p.gatedChanges(si, *gated, existing)
+		return
+	}
 	subj := t.Spec.BindingTemplate.Subjects
 	var want []client.Object
 	if targets.Cluster {
@@ -96,7 +113,8 @@ func (p *planner) instanceChanges(name string, si *oriav1alpha1.ScopeInstance) {
 	}
 	keep := binding.Keep(si.Name, want, targets, nil)
 	stale := append(binding.Objects(binding.Stale(haveRBs, keep, targets)), binding.Objects(binding.Stale(haveCRBs, keep, targets))...)
-	p.diff(owner, want, append(binding.Objects(haveRBs), binding.Objects(haveCRBs)...), stale)
+	p.diff(owner, want, existing, stale)
+	p.deleteGates(owner, gates, "") // a gate left from when the instance was gated
 	if sa := si.Spec.ServiceAccount; sa != nil {
 		p.note("ScopeInstance %s: bindings are written as ServiceAccount %s/%s: those it could not create itself are not written", si.Name, sa.Namespace, sa.Name)
 	}

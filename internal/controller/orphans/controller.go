@@ -17,7 +17,8 @@
 // ago is never taken for a missing one. An unchanged world costs nothing.
 //
 // ClusterRoles an extension controls are left to the extension controller
-// (see ClaimOf).
+// (see ClaimOf). The gate of a time-bound grant whose ScopeInstance is gone
+// is emptied at once and deleted only after its bindings (gates.go).
 package orphans
 
 import (
@@ -83,6 +84,9 @@ type Request struct {
 // Reconciler deletes the orphans among oria's objects. Make one with New.
 type Reconciler struct {
 	Deps
+	// memo is the engine's memory of the sweep's own writes (an orphaned
+	// gate emptied before it is deleted: gates.go).
+	memo *engine.Memo
 }
 
 // New returns the Reconciler of d, or an error naming a missing
@@ -91,7 +95,7 @@ func New(d Deps) (*Reconciler, error) {
 	if d.Client == nil || d.APIReader == nil || d.Engine == nil || d.Owners == nil || d.Bindings == nil {
 		return nil, errors.New("the orphan sweep needs a client, an API reader, the write engine, the owners and the binding index")
 	}
-	return &Reconciler{Deps: d}, nil
+	return &Reconciler{Deps: d, memo: engine.NewMemo()}, nil
 }
 
 // judged describes one judged kind: an empty object to read into, and its
@@ -128,20 +132,25 @@ func SetupWithManager(mgr ctrl.Manager, deps Deps, o Options) error {
 	c := mgr.GetCache()
 	return builder.TypedControllerManagedBy[Request](mgr).
 		Named(ControllerName).
-		WatchesRawSource(source.TypedKind(c, &rbacv1.RoleBinding{}, handle[*rbacv1.RoleBinding](r, KindRoleBinding, nil))).
-		WatchesRawSource(source.TypedKind(c, &rbacv1.ClusterRoleBinding{}, handle[*rbacv1.ClusterRoleBinding](r, KindClusterRoleBinding, nil))).
+		WatchesRawSource(source.TypedKind(c, &rbacv1.RoleBinding{}, handle(r, KindRoleBinding, func(ctx context.Context, b *rbacv1.RoleBinding) []Request {
+			return r.gateOfBinding(ctx, b.RoleRef)
+		}))).
+		WatchesRawSource(source.TypedKind(c, &rbacv1.ClusterRoleBinding{}, handle(r, KindClusterRoleBinding, func(ctx context.Context, b *rbacv1.ClusterRoleBinding) []Request {
+			return r.gateOfBinding(ctx, b.RoleRef)
+		}))).
 		WatchesRawSource(source.TypedKind(c, &rbacv1.ClusterRole{}, handle[*rbacv1.ClusterRole](r, KindClusterRole, nil))).
-		WatchesRawSource(source.TypedKind(c, &oriav1alpha1.ScopeTemplate{}, handle[*oriav1alpha1.ScopeTemplate](r, KindScopeTemplate, d.ofTemplate))).
-		WatchesRawSource(source.TypedKind(c, &oriav1alpha1.ScopeInstance{}, handle[*oriav1alpha1.ScopeInstance](r, KindScopeInstance, d.ofInstance))).
+		WatchesRawSource(source.TypedKind(c, &oriav1alpha1.ScopeTemplate{}, handle(r, KindScopeTemplate, byName[*oriav1alpha1.ScopeTemplate](d.ofTemplate)))).
+		WatchesRawSource(source.TypedKind(c, &oriav1alpha1.ScopeInstance{}, handle(r, KindScopeInstance, byName[*oriav1alpha1.ScopeInstance](d.ofInstance)))).
 		// RBACPolicies are owners only; watching them also makes the
 		// controller wait for their store before it judges anything.
-		WatchesRawSource(source.TypedKind(c, &oriav1alpha1.RBACPolicy{}, handle[*oriav1alpha1.RBACPolicy](r, "", d.ofPolicy))).
+		WatchesRawSource(source.TypedKind(c, &oriav1alpha1.RBACPolicy{}, handle(r, "", byName[*oriav1alpha1.RBACPolicy](d.ofPolicy)))).
 		WithOptions(controller.TypedOptions[Request]{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles),
 			EnableWarmup: ptr.To(true)}). // a standby's watches run before it leads (controller.SetupAll)
 		Complete(r)
 }
 
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;clusterrolebindings;clusterroles,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=update
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopetemplates;scopeinstances,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=rbacpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterextensions,verbs=get;list;watch
@@ -160,6 +169,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (ctrl.Result, e
 	}
 	if v := Judge(req.Kind, cached, r.Owners); !v.Orphaned && !v.Unknown {
 		return ctrl.Result{}, nil
+	}
+	if role, ok := cached.(*rbacv1.ClusterRole); ok && r.waitForBindings(role) {
+		return ctrl.Result{}, nil // an empty gate waits for its bindings to go (gates.go)
 	}
 	live := k.new()
 	if err := r.APIReader.Get(ctx, req.NamespacedName, live); err != nil {
@@ -180,6 +192,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (ctrl.Result, e
 	if !v.Orphaned {
 		return ctrl.Result{}, nil
 	}
+	if isGateClaim(req.Kind, claim) {
+		// Emptied first, deleted after its bindings (gates.go).
+		if deletable, err := r.settleGate(ctx, live.(*rbacv1.ClusterRole), claim); err != nil || !deletable {
+			return ctrl.Result{}, err
+		}
+	}
 	s := engine.Summarize(k.del(ctx, r.writer(), live))
 	if len(s.Errors) > 0 {
 		return ctrl.Result{}, errors.Join(s.Errors...)
@@ -194,7 +212,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (ctrl.Result, e
 // writer is the engine's writer of one deletion (engine.Delete,
 // engine/delete.go).
 func (r *Reconciler) writer() *engine.Writer {
-	return &engine.Writer{Client: r.Client, Revoker: r.Client, Reader: r.APIReader, Cache: r.Client, Engine: r.Engine, Workers: 1}
+	return &engine.Writer{Client: r.Client, Revoker: r.Client, Reader: r.APIReader, Cache: r.Client, Memo: r.memo, Engine: r.Engine, Workers: 1}
 }
 
 // suspect reports whether obj (of the judged kind) may be an orphan, on

@@ -110,18 +110,25 @@ func ClaimOf(kind string, obj metav1.Object) (Claim, bool) {
 	return Claim{}, false
 }
 
-// roleClaim is ClaimOf for a ClusterRole: a template's inline role, or an
-// extension's generated role that lost its controller reference.
+// roleClaim is ClaimOf for a ClusterRole: a template's inline role, the
+// gate of a time-bound grant (binding.GateRole: controlled by its
+// ScopeInstance, labelled with it), or an extension's generated role that
+// lost its controller reference.
 func roleClaim(obj metav1.Object, ref *metav1.OwnerReference) (Claim, bool) {
 	labels := obj.GetLabels()
 	if ref != nil {
-		if !isOria(ref, ownership.KindScopeTemplate) {
-			return Claim{}, false
+		for _, kind := range []string{ownership.KindScopeTemplate, ownership.KindScopeInstance} {
+			if isOria(ref, kind) {
+				return Claim{Kind: kind, Name: ref.Name, UID: ref.UID}, true
+			}
 		}
-		return Claim{Kind: ownership.KindScopeTemplate, Name: ref.Name, UID: ref.UID}, true
+		return Claim{}, false
 	}
 	if v, ok := labels[oriav1alpha1.LabelScopeTemplate]; ok {
 		return Claim{Kind: ownership.KindScopeTemplate, Label: v}, true
+	}
+	if v, ok := labels[oriav1alpha1.LabelScopeInstance]; ok {
+		return Claim{Kind: ownership.KindScopeInstance, Label: v}, true
 	}
 	if v, ok := labels[oriav1alpha1.LabelExtension]; ok {
 		if _, generated := obj.GetAnnotations()[oriav1alpha1.AnnotationCRD]; generated {

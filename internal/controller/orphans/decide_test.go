@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -118,6 +119,24 @@ func TestJudge(t *testing.T) {
 			obj: obj(map[string]string{oriav1alpha1.LabelExtension: "gone"}, nil, crd), owners: OwnerSet{ownership.KindScopeTemplate: {}},
 			want: Verdict{Unknown: true}},
 
+		// Gates: a time-bound grant's ClusterRole, controlled by its
+		// instance and labelled with it (ownership.GateLabels).
+		{name: "gate of a living instance", kind: KindClusterRole,
+			obj: obj(instanceLabel("si"), instanceRef("si", "uid-si"), nil)},
+		{name: "gate of a missing instance", kind: KindClusterRole,
+			obj:  obj(instanceLabel("gone"), instanceRef("gone", "uid-gone"), nil),
+			want: Verdict{Orphaned: true, Reason: ReasonOwnerGone}},
+		{name: "gate of an instance re-created under its name", kind: KindClusterRole,
+			obj:  obj(instanceLabel("si"), instanceRef("si", "uid-old"), nil),
+			want: Verdict{Orphaned: true, Reason: ReasonOwnerReplaced}},
+		{name: "gate orphaned by the garbage collector: label of a missing instance", kind: KindClusterRole,
+			obj:  obj(instanceLabel("gone"), nil, nil),
+			want: Verdict{Orphaned: true, Reason: ReasonNoLabelledOwner}},
+		{name: "gate without a controller reference, label of a living instance", kind: KindClusterRole,
+			obj: obj(instanceLabel(long), nil, nil)},
+		{name: "role controlled by something else than a template or an instance: not judged", kind: KindClusterRole,
+			obj: obj(instanceLabel("gone"), []metav1.OwnerReference{ownership.Ref(ownership.KindRBACPolicy, "gone", "uid-gone")}, nil)},
+
 		// Compiled ScopeTemplates and ScopeInstances.
 		{name: "compiled instance of a living policy", kind: KindScopeInstance,
 			obj: obj(map[string]string{oriav1alpha1.LabelRBACPolicy: "policy"},
@@ -167,6 +186,12 @@ func TestClaimOf(t *testing.T) {
 		{name: "an inline role by label", kind: KindClusterRole,
 			obj:  obj(map[string]string{oriav1alpha1.LabelScopeTemplate: "t"}, nil, nil),
 			want: Claim{Kind: ownership.KindScopeTemplate, Label: "t"}, wantOK: true},
+		{name: "a gate by controller reference", kind: KindClusterRole,
+			obj:  obj(map[string]string{oriav1alpha1.LabelScopeInstance: "label"}, []metav1.OwnerReference{ownership.Ref(ownership.KindScopeInstance, "si", "u")}, nil),
+			want: Claim{Kind: ownership.KindScopeInstance, Name: "si", UID: "u"}, wantOK: true},
+		{name: "a gate by label", kind: KindClusterRole,
+			obj:  obj(map[string]string{oriav1alpha1.LabelScopeInstance: "label"}, nil, nil),
+			want: Claim{Kind: ownership.KindScopeInstance, Label: "label"}, wantOK: true},
 		{name: "a compiled template by label", kind: KindScopeTemplate,
 			obj:  obj(map[string]string{oriav1alpha1.LabelRBACPolicy: "p"}, nil, nil),
 			want: Claim{Kind: ownership.KindRBACPolicy, Label: "p"}, wantOK: true},
@@ -177,6 +202,32 @@ func TestClaimOf(t *testing.T) {
 			got, ok := ClaimOf(tc.kind, tc.obj)
 			if diff := cmp.Diff(tc.want, got); diff != "" || ok != tc.wantOK {
 				t.Errorf("ClaimOf = %v (-want +got):\n%s", ok, diff)
+			}
+		})
+	}
+}
+
+func TestBoundTo(t *testing.T) {
+	rb := func(ns, name, kind, role string) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, RoleRef: rbacv1.RoleRef{Kind: kind, Name: role}}
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "crb"}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "gate"}}
+	for _, tc := range []struct {
+		name string
+		rbs  []*rbacv1.RoleBinding
+		crbs []*rbacv1.ClusterRoleBinding
+		want []string
+	}{
+		{name: "none"},
+		{name: "bindings of the gate, and of other roles",
+			rbs:  []*rbacv1.RoleBinding{rb("a", "x", "ClusterRole", "gate"), rb("b", "y", "ClusterRole", "other"), rb("c", "z", "ClusterRole", "gate")},
+			crbs: []*rbacv1.ClusterRoleBinding{crb}, want: []string{"a/x", "c/z", "crb"}},
+		{name: "a namespaced Role of the gate's name is not the gate",
+			rbs: []*rbacv1.RoleBinding{rb("a", "x", "Role", "gate")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, boundTo("gate", tc.rbs, tc.crbs)); diff != "" {
+				t.Errorf("boundTo (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -22,10 +22,11 @@ type queue = workqueue.TypedRateLimitingInterface[Request]
 // handle returns the event handler of the watch on objects of the judged
 // kind (none: "" for an owner kind that is never judged): an object created
 // or changed (the watch's first list too, at start and at takeover) is
-// queued only when the cache's owners make it a suspect; an owner deleted
-// queues its dependents without a controller reference (dependents, nil
-// for none), which no event of their own brings once the owner is gone.
-func handle[T client.Object](r *Reconciler, kind string, dependents func(context.Context, string) []Request) handler.TypedEventHandler[T, Request] {
+// queued only when the cache's owners make it a suspect; an object deleted
+// queues its dependents (dependents, nil for none): an owner's without a
+// controller reference, which no event of their own brings once the owner
+// is gone, and a binding's orphaned gate, which waits for it (gates.go).
+func handle[T client.Object](r *Reconciler, kind string, dependents func(context.Context, T) []Request) handler.TypedEventHandler[T, Request] {
 	judge := func(obj T, q queue) {
 		if kind != "" && r.suspect(kind, obj) {
 			q.Add(Request{Kind: kind, NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}})
@@ -39,11 +40,16 @@ func handle[T client.Object](r *Reconciler, kind string, dependents func(context
 			if dependents == nil {
 				return
 			}
-			for _, req := range dependents(ctx, e.Object.GetName()) {
+			for _, req := range dependents(ctx, e.Object) {
 				q.Add(req)
 			}
 		},
 	}
+}
+
+// byName adapts a dependents function of an owner's name to handle.
+func byName[T client.Object](of func(context.Context, string) []Request) func(context.Context, T) []Request {
+	return func(ctx context.Context, obj T) []Request { return of(ctx, obj.GetName()) }
 }
 
 // dependents finds, in the cache, the objects labelled for an owner that
@@ -55,9 +61,12 @@ type dependents struct {
 	bindings *lookup.InstanceBindings
 }
 
-// ofInstance: the bindings of a deleted ScopeInstance.
+// ofInstance: the bindings and the gate (a ClusterRole labelled with the
+// instance: binding.GateRole) of a deleted ScopeInstance. The gate is
+// deleted only after the bindings (gates.go).
 func (d dependents) ofInstance(ctx context.Context, name string) []Request {
-	rbs, crbs, err := d.bindings.List(names.LabelValue(name))
+	value := names.LabelValue(name)
+	rbs, crbs, err := d.bindings.List(value)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "listing the bindings of a deleted ScopeInstance", "scopeInstance", name)
 		return nil
@@ -68,6 +77,14 @@ func (d dependents) ofInstance(ctx context.Context, name string) []Request {
 	}
 	for _, crb := range crbs {
 		out = appendUncontrolled(out, KindClusterRoleBinding, crb)
+	}
+	var gates rbacv1.ClusterRoleList
+	if err := d.client.List(ctx, &gates, client.MatchingLabels{oriav1alpha1.LabelScopeInstance: value}, client.UnsafeDisableDeepCopy); err != nil {
+		logf.FromContext(ctx).Error(err, "listing the gates of a deleted ScopeInstance", "scopeInstance", name)
+		return out
+	}
+	for i := range gates.Items {
+		out = appendUncontrolled(out, KindClusterRole, &gates.Items[i])
 	}
 	return out
 }

@@ -1,0 +1,208 @@
+package cli
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/ownership"
+)
+
+// Gates (binding.Gated): a time-bound grant over many namespaces binds, in
+// each of its namespaces, one ClusterRole of its own, its gate, instead of
+// each of its template's roles. The gate exists, and is bound, from before
+// the window (empty) until its end (filled while it is open); it is named
+// after the instance's UID, so a plan names the gate of an instance not
+// created yet by the instance alone (gatePlaceholder).
+
+// gatePlaceholder stands for the name of the gate of an instance that does
+// not exist yet, and bindingPlaceholder for that of its bindings.
+func gatePlaceholder(instance string) string { return "(gate of ScopeInstance " + instance + ")" }
+
+func bindingPlaceholder(instance string) string {
+	return "(binding of the gate of ScopeInstance " + instance + ")"
+}
+
+// instanceUID returns the UID of the cluster's instance of this name: a
+// planned instance of that name updates it, and keeps its UID. An instance
+// not created yet has none (a dry run's UID is not the one a create gets).
+func (p *planner) instanceUID(name string) (types.UID, bool) {
+	for i := range p.st.Instances {
+		if si := &p.st.Instances[i]; si.Name == name && si.UID != "" {
+			return si.UID, true
+		}
+	}
+	return "", false
+}
+
+// gatesOf returns the cluster's gates of the instance of this name: oria's
+// ClusterRoles labelled with it, not a template's, controlled by it (or by
+// nothing, once the garbage collector removed the reference).
+func (p *planner) gatesOf(name string) []*rbacv1.ClusterRole {
+	var out []*rbacv1.ClusterRole
+	for i := range p.st.ClusterRoles {
+		cr := &p.st.ClusterRoles[i]
+		l := cr.Labels
+		if ownership.IsManaged(cr) && l[oriav1alpha1.LabelScopeInstance] == names.LabelValue(name) && l[oriav1alpha1.LabelScopeTemplate] == "" &&
+			ownership.NotControlledByOther(cr, ownership.KindScopeInstance, name) {
+			out = append(out, cr)
+		}
+	}
+	return out
+}
+
+// deleteGates records the deletion of gates, except the one named keep.
+func (p *planner) deleteGates(owner string, gates []*rbacv1.ClusterRole, keep string) {
+	for _, g := range gates {
+		if g.Name != keep {
+			p.change(Change{Action: ActionDelete, Kind: "ClusterRole", Name: g.Name, Owner: owner, Detail: formatRules(g.Rules)})
+		}
+	}
+}
+
+// gateWindow is what the window of a gated instance means for its plan:
+// whether it binds its gate (pending or open), and whether the gate holds
+// rules (open), with a note; gate describes the gate in it.
+func (p *planner) gateWindow(si *oriav1alpha1.ScopeInstance, gate string) (binds, open bool) {
+	w := windowOf(binding.InstanceWindow(si.Spec), p.st.Now)
+	who := "ScopeInstance " + si.Name
+	if policy := ownership.ControllerName(si.OwnerReferences, ownership.KindRBACPolicy); policy != "" {
+		who = "RBACPolicy " + policy
+	}
+	switch w.State {
+	case WindowPending:
+		p.note("%s is time-bound and pending, %s: its bindings are made now, to %s, which holds no rule before "+
+			"spec.notBefore and the rules of its ScopeTemplate's roles from then on", who, w.Description, gate)
+		return true, false
+	case WindowExpired:
+		p.note("%s %s (spec.expiresAt): it grants nothing; its gate is emptied, then its bindings and the gate are deleted", who, w.Description)
+		return false, false
+	}
+	if w.ExpiresAt != nil {
+		p.note("%s is time-bound: it grants %s, through %s; oria empties the gate then, and deletes its bindings and the gate", who, w.Description, gate)
+	}
+	return true, true
+}
+
+// gateSources are the roles the gate of an instance of template t stands
+// for (roles, as resolve found them), with their rules now: an inline
+// role's from the template, another's from the cluster (none when it does
+// not exist), as the ScopeInstance controller copies them.
+func (p *planner) gateSources(t *oriav1alpha1.ScopeTemplate, roles []string) []binding.GateSource {
+	inline := map[string][]rbacv1.PolicyRule{}
+	for _, r := range binding.Roles(t) {
+		if r.Inline {
+			inline[r.Name] = r.Rules
+		}
+	}
+	out := make([]binding.GateSource, 0, len(roles))
+	for _, name := range roles {
+		s := binding.GateSource{Name: name, Rules: inline[name]}
+		if have := p.roles[name]; s.Rules == nil && have != nil {
+			s.Rules = have.Rules
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// gatedChanges records the changes of a gated instance inside its window,
+// or before it (pending): its gate, then a RoleBinding to the gate in each
+// target namespace; every other binding and gate of the instance goes.
+func (p *planner) gatedChanges(si *oriav1alpha1.ScopeInstance, gated gatedPlan, existing []client.Object) {
+	owner := "ScopeInstance " + si.Name
+	subj := gated.template.Spec.BindingTemplate.Subjects
+	if !gated.known {
+		want := binding.RoleBindings(si, gated.template.Name, []string{gated.gate}, subj, gated.targets.Namespaces)
+		for _, b := range want {
+			b.Name = bindingPlaceholder(si.Name)
+		}
+		p.note("ScopeInstance %s does not exist yet: a time-bound grant over many namespaces binds, in each of them, one ClusterRole "+
+			"of its own per instance, its gate, which holds the rules of its ScopeTemplate's roles while the window is open and none "+
+			"outside it; the gate and its bindings are named after the instance's UID (oria-window-%s-<hash of the UID>), known once it is created",
+			si.Name, si.Name)
+		p.change(Change{Action: ActionCreate, Kind: "ClusterRole", Name: gated.gate, Owner: owner, Detail: gateDetail(gated.want)})
+		p.diff(owner, binding.Objects(want), existing, existing)
+		p.deleteGates(owner, gated.gates, "")
+		return
+	}
+	var want []client.Object
+	switch have := p.roles[gated.gate]; {
+	case p.gateConflict(gated):
+		p.note("ScopeInstance %s: ClusterRole %s, its gate, exists and was not created by oria for it: nothing is bound", si.Name, gated.gate)
+	case have == nil:
+		p.change(Change{Action: ActionCreate, Kind: "ClusterRole", Name: gated.gate, Owner: owner, Detail: gateDetail(gated.want)})
+	case !equality.Semantic.DeepEqual(have.Rules, gated.want.Rules) || have.AggregationRule != nil ||
+		have.Annotations[oriav1alpha1.AnnotationGateRoles] != gated.want.Annotations[oriav1alpha1.AnnotationGateRoles]:
+		p.change(Change{Action: ActionUpdate, Kind: "ClusterRole", Name: gated.gate, Owner: owner, Detail: gateDetail(gated.want)})
+	default:
+		p.report.Unchanged++
+	}
+	if !p.gateConflict(gated) {
+		inst := si.DeepCopy()
+		inst.UID = gated.uid
+		want = binding.Objects(binding.RoleBindings(inst, gated.template.Name, []string{gated.gate}, subj, gated.targets.Namespaces))
+	}
+	p.diff(owner, want, existing, binding.Stale(existing, binding.Keep(si.Name, want, gated.targets, nil), gated.targets))
+	p.deleteGates(owner, gated.gates, gated.gate)
+}
+
+// gateConflict reports whether the gate's name is held by a role that is
+// not this instance's gate.
+func (p *planner) gateConflict(g gatedPlan) bool {
+	have := p.roles[g.gate]
+	return have != nil && (!ownership.IsManaged(have) || !ownership.ControlledByUID(have, g.uid))
+}
+
+// gateDetail describes a planned gate's rules.
+func gateDetail(gate *rbacv1.ClusterRole) string {
+	if len(gate.Rules) == 0 {
+		return "no rule until spec.notBefore (stands for " + gate.Annotations[oriav1alpha1.AnnotationGateRoles] + ")"
+	}
+	return formatRules(gate.Rules)
+}
+
+// gatedPlan is what the plan of a gated instance is built from.
+type gatedPlan struct {
+	template *oriav1alpha1.ScopeTemplate
+	targets  binding.Targets
+	// gate is the gate's name (gatePlaceholder when the instance does not
+	// exist yet: known false; uid is its UID otherwise); want the gate as
+	// oria writes it.
+	gate  string
+	want  *rbacv1.ClusterRole
+	known bool
+	uid   types.UID
+	// describe names the gate in a note.
+	describe string
+	// gates are the cluster's gates of the instance.
+	gates []*rbacv1.ClusterRole
+}
+
+// planGate names the gate of a gated instance: after its UID when the
+// instance exists, else by the instance alone.
+func (p *planner) planGate(si *oriav1alpha1.ScopeInstance) gatedPlan {
+	g := gatedPlan{gates: p.gatesOf(si.Name)}
+	uid, known := p.instanceUID(si.Name)
+	g.known, g.uid = known, uid
+	g.gate, g.describe = gatePlaceholder(si.Name), "its gate, a ClusterRole of its own"
+	if known {
+		g.gate = binding.GateName(si.Name, string(uid))
+		g.describe = "its gate, ClusterRole " + g.gate
+	}
+	return g
+}
+
+// fill completes g with the gate oria writes, once the template and the
+// targets are resolved.
+func (g *gatedPlan) fill(p *planner, si *oriav1alpha1.ScopeInstance, t *oriav1alpha1.ScopeTemplate, targets binding.Targets, roles []string, open bool) {
+	g.template, g.targets = t, targets
+	inst := si.DeepCopy()
+	inst.UID = g.uid
+	g.want = binding.GateRole(inst, p.gateSources(t, roles), open)
+	g.want.Name = g.gate
+}
