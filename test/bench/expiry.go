@@ -12,17 +12,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/names"
 )
 
 // The expiry scenario's rows (issue 32).
 const (
-	// scenarioNotBefore: the grants of one namespace each, pending until
-	// their common notBefore, from that instant to each one's RoleBinding.
+	// scenarioNotBefore: the grants of one namespace each (not gated),
+	// pending until their common notBefore, from that instant to each
+	// one's RoleBinding.
 	scenarioNotBefore = "notbefore"
-	// scenarioNotBeforeLarge: the grant of many namespaces bound at the
-	// same instant, per RoleBinding; its time runs until the last one,
-	// against the floor creating as many.
+	// scenarioNotBeforeLarge: the gated grant of many namespaces, from
+	// notBefore until a watch saw its gate filled (access starts in every
+	// namespace), checked by SubjectAccessReviews.
 	scenarioNotBeforeLarge = "notbefore-large"
 	// scenarioExpiryWait: oria's writes while every grant waits for an
 	// expiresAt an hour away (none: no polling).
@@ -31,9 +33,9 @@ const (
 	// namespace each, from their common expiresAt to the deletion of their
 	// RoleBinding.
 	scenarioExpiry = "expiry"
-	// scenarioExpiryLarge: the grant of many namespaces expiring with
-	// them, per RoleBinding; its time runs until the last one is gone,
-	// against the floor deleting as many.
+	// scenarioExpiryLarge: the gated grant expiring with them, from
+	// expiresAt until a watch saw its gate emptied or deleted (access
+	// ends), checked by SubjectAccessReviews.
 	scenarioExpiryLarge = "expiry-large"
 	// expiryLead is how far ahead the common notBefore, then the common
 	// expiresAt, is set once every grant is in place: time for oria to
@@ -44,13 +46,17 @@ const (
 
 // expiry is the time-bound grants scenario: G ScopeInstances binding one
 // namespace each and one selecting N namespaces, created pending (a
-// notBefore half an hour away, an expiresAt an hour away). Their notBefore
-// is moved to one instant a few seconds ahead and the creation of each
-// RoleBinding is timed from that instant; oria's writes are counted while
-// they wait for the far expiry; then their expiresAt is moved to one
-// instant a few seconds ahead, and the deletion of each RoleBinding is
-// timed from that instant (watch events). The floors (expiryFloors) create
-// and delete the large grant's RoleBindings first.
+// notBefore half an hour away, an expiresAt an hour away). The large one
+// is gated (expiry_gate.go): its RoleBindings to its gate are made while
+// it is pending. Their notBefore is moved to one instant a few seconds
+// ahead: the creation of each small grant's RoleBinding, and the large
+// grant's gate filled, are timed from that instant (watch events), the
+// large grant's access confirmed by SubjectAccessReviews; oria's writes
+// are counted while they wait for the far expiry; then their expiresAt is
+// moved to one instant a few seconds ahead, and the deletion of each small
+// grant's RoleBinding, and the gate emptied, are timed from that instant.
+// The floors (expiryFloors) create and delete the large grant's
+// RoleBindings first: context for its bindings' figures.
 func (b *bench) expiry(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -62,15 +68,15 @@ func (b *bench) expiry(ctx context.Context) error {
 	all := append([]string{s.name}, small...)
 	want := len(small) + len(s.namespaces)
 	ns := &Result{Name: scenarioNotBefore, Objects: len(small)}
-	nl := &Result{Name: scenarioNotBeforeLarge, Objects: len(s.namespaces)}
+	nl := &Result{Name: scenarioNotBeforeLarge, Objects: len(s.namespaces), Gate: &GateFigures{}}
 	wait := &Result{Name: scenarioExpiryWait, Objects: len(all)}
 	rs := &Result{Name: scenarioExpiry, Objects: len(small)}
-	rl := &Result{Name: scenarioExpiryLarge, Objects: len(s.namespaces)}
+	rl := &Result{Name: scenarioExpiryLarge, Objects: len(s.namespaces), Gate: &GateFigures{}}
 	b.report.Results = append(b.report.Results, ns, nl, wait, rs, rl)
 	if err := b.setupSpread(ctx, s); err != nil {
 		return err
 	}
-	if err := b.expiryFloors(ctx, s, nl, rl); err != nil {
+	if err := b.expiryFloors(ctx, s, nl.Gate, rl.Gate); err != nil {
 		return err
 	}
 	obs, err := observeBy(ctx, b.watch.md, roleBindingsGVR, instancesSelector(all), oriav1alpha1.LabelScopeInstance)
@@ -78,8 +84,8 @@ func (b *bench) expiry(ctx context.Context) error {
 		return err
 	}
 
-	now := time.Now()
-	pending, far := metav1.NewTime(now.Add(30*time.Minute).Truncate(time.Second)), metav1.NewTime(now.Add(time.Hour).Truncate(time.Second))
+	created := time.Now()
+	pending, far := metav1.NewTime(created.Add(30*time.Minute).Truncate(time.Second)), metav1.NewTime(created.Add(time.Hour).Truncate(time.Second))
 	b.logf("expiry: creating %d grants of one namespace and one of %d namespaces, pending until %s, expiring at %s", len(small), len(s.namespaces),
 		pending.UTC().Format(time.RFC3339), far.UTC().Format(time.RFC3339))
 	if err := parallel(ctx, setupWorkers, len(all), func(ctx context.Context, i int) error {
@@ -90,6 +96,9 @@ func (b *bench) expiry(ctx context.Context) error {
 		} else {
 			si.Spec.Namespaces = []string{s.namespaces[(i-1)%len(s.namespaces)]}
 		}
+		if gated := binding.Gated(si.Spec); gated != (i == 0) {
+			return fmt.Errorf("ScopeInstance %s: gated %t, want %t", si.Name, gated, i == 0)
+		}
 		return b.admin.Create(ctx, si)
 	}); err != nil {
 		return fmt.Errorf("creating the time-bound ScopeInstances: %w", err)
@@ -97,21 +106,35 @@ func (b *bench) expiry(ctx context.Context) error {
 	if err := b.settle(ctx, "before notBefore"); err != nil {
 		return err
 	}
-	if err = b.atInstant(ctx, ns, all, "notBefore", func() error {
+	// A gated grant binds its gate while it is pending.
+	g, err := b.findGate(ctx, s.name, s.namespaces, len(small))
+	if err != nil {
+		return err
+	}
+	// The large grant's bindings, all made while it was pending.
+	if t := obs.addedIn(names.LabelValue(s.name)); len(t) > 0 {
+		last := slices.MaxFunc(t, time.Time.Compare)
+		b.logf("notbefore-large: the %d RoleBindings to the gate made while pending, the last %s after the grants' creation (create floor %s)",
+			len(t), fmtSeconds(last.Sub(created).Seconds()), fmtSeconds(nl.Gate.FloorSeconds))
+	}
+
+	if err = b.atInstant(ctx, ns, nl, all, "notBefore", g, func(at time.Time) error {
 		if _, _, err := obs.waitCount(ctx, want, expiryLead+b.cfg.timeout); err != nil {
 			return fmt.Errorf("RoleBindings after notBefore: %w", err)
 		}
+		smallLatencies(ns, obs.addedIn, small, at)
+		nl.Gate.BindingsSeconds = lastSince(obs.addedIn(names.LabelValue(s.name)), at)
+		b.logf("notbefore: %d grants bound %s after notBefore (p50 %s, p99 %s); the gated grant of %d namespaces: %s",
+			len(small), fmtSeconds(ns.Latency.Max), fmtSeconds(ns.Latency.P50), fmtSeconds(ns.Latency.P99), nl.Objects, gateSummary(nl, true))
 		return nil
-	}, func(at time.Time) {
-		grantLatencies(ns, nl, obs.addedIn, s.name, small, at)
-		b.logf("notbefore: %d grants bound %s after notBefore (p50 %s, p99 %s); the grant of %d namespaces: first RoleBinding after %s, last after %s (floor %s)",
-			len(small), fmtSeconds(ns.Latency.Max), fmtSeconds(ns.Latency.P50), fmtSeconds(ns.Latency.P99), nl.Objects,
-			fmtSeconds(nl.FirstSeconds), fmtSeconds(nl.Seconds), fmtSeconds(nl.FloorSeconds))
 	}); err != nil {
 		return err
 	}
 	if ns.Latency == nil {
 		return b.undoExpiry(ctx, all) // without the bindings, nothing is left to expire
+	}
+	if err := b.checkNotGated(ctx, small, s.role); err != nil {
+		return err
 	}
 	if err := b.settle(ctx, "before waiting for the expiry"); err != nil {
 		return err
@@ -134,14 +157,20 @@ func (b *bench) expiry(ctx context.Context) error {
 		return err
 	}
 
-	if err := b.atInstant(ctx, rs, all, "expiresAt", func() error {
-		_, _, err := obs.waitDeleted(ctx, want, expiryLead+b.cfg.timeout)
-		return err
-	}, func(at time.Time) {
-		grantLatencies(rs, rl, obs.deletedIn, s.name, small, at)
-		b.logf("expiry: %d grants revoked %s after expiresAt (p50 %s, p99 %s); the grant of %d namespaces: first RoleBinding gone after %s, last after %s (floor %s)",
-			len(small), fmtSeconds(rs.Latency.Max), fmtSeconds(rs.Latency.P50), fmtSeconds(rs.Latency.P99), rl.Objects,
-			fmtSeconds(rl.FirstSeconds), fmtSeconds(rl.Seconds), fmtSeconds(rl.FloorSeconds))
+	if err := b.atInstant(ctx, rs, rl, all, "expiresAt", g, func(at time.Time) error {
+		if _, _, err := obs.waitDeleted(ctx, want, expiryLead+b.cfg.timeout); err != nil {
+			return err
+		}
+		smallLatencies(rs, obs.deletedIn, small, at)
+		rl.Gate.BindingsSeconds = lastSince(obs.deletedIn(names.LabelValue(s.name)), at)
+		if gone, err := g.watch.wait(ctx, b.cfg.timeout, gateAbsent); err != nil {
+			b.warn("expiry-large: %v", err)
+		} else {
+			rl.Gate.GateGoneSeconds = gone.Sub(at).Seconds()
+		}
+		b.logf("expiry: %d grants revoked %s after expiresAt (p50 %s, p99 %s); the gated grant of %d namespaces: %s",
+			len(small), fmtSeconds(rs.Latency.Max), fmtSeconds(rs.Latency.P50), fmtSeconds(rs.Latency.P99), rl.Objects, gateSummary(rl, false))
+		return nil
 	}); err != nil {
 		return err
 	}
@@ -149,13 +178,16 @@ func (b *bench) expiry(ctx context.Context) error {
 }
 
 // atInstant moves the field (notBefore or expiresAt) of every instance to
-// one instant expiryLead ahead, lets the cluster settle, then measures r:
-// its writes and CPU from before the instant until oria is quiet again,
-// after done returned (nil: what r waits for is there); latencies then
-// fills the rows from the instant. A failed wait is r's error (not
-// converged), not the run's.
-func (b *bench) atInstant(ctx context.Context, r *Result, instances []string, field string, done func() error, latencies func(at time.Time)) error {
+// one instant expiryLead ahead and lets the cluster settle; it checks the
+// large grant g as it must be until then (large's error otherwise), then
+// measures r: its writes and CPU (the large grant's included) from before
+// the instant until oria is quiet again. At the instant, it waits for g's
+// gate to change and fills large (g.measure), then runs done, which waits
+// for the rest and fills the small grants' row; an error of done is r's
+// (not converged), not the run's.
+func (b *bench) atInstant(ctx context.Context, r, large *Result, instances []string, field string, g *largeGrant, done func(at time.Time) error) error {
 	at := metav1.NewTime(time.Now().Add(expiryLead).Truncate(time.Second))
+	opening := field == "notBefore"
 	b.logf("%s: moving every %s to %s", r.Name, field, at.UTC().Format(time.RFC3339))
 	patch := fmt.Appendf(nil, `{"spec":{%q:%q}}`, field, at.UTC().Format(time.RFC3339))
 	if err := parallel(ctx, setupWorkers, len(instances), func(ctx context.Context, i int) error {
@@ -166,17 +198,21 @@ func (b *bench) atInstant(ctx context.Context, r *Result, instances []string, fi
 	if err := b.waitQuiet(ctx, "before "+field); err != nil {
 		return err
 	}
+	err := g.before(ctx, opening)
 	if left := time.Until(at.Time); left < time.Second {
 		b.warn("%s: the cluster settled only %s before %s; the latencies include what was still going on", r.Name, left.Round(time.Millisecond), field)
 	}
-	sp, err := b.begin(ctx, r.Name)
-	if err != nil {
-		return err
+	sp, spErr := b.begin(ctx, r.Name)
+	if spErr != nil {
+		return spErr
 	}
-	if err := done(); err != nil {
-		r.Error = err.Error()
+	if err != nil {
+		large.Error = err.Error()
 	} else {
-		latencies(at.Time)
+		g.measure(ctx, large, at.Time, opening, expiryLead+b.cfg.timeout)
+	}
+	if err := done(at.Time); err != nil {
+		r.Error = err.Error()
 	}
 	if err := b.waitQuiet(ctx, "after "+field); err != nil {
 		return err
@@ -184,12 +220,10 @@ func (b *bench) atInstant(ctx context.Context, r *Result, instances []string, fi
 	return b.end(ctx, sp, r)
 }
 
-// grantLatencies fills the rows of one instant from times(label value),
-// the times a watch saw the RoleBindings of an instance arrive or go: rs,
-// each small grant's first after at; rl, each RoleBinding of the large
-// grant after at. A RoleBinding seen before the instant is an error of the
-// row.
-func grantLatencies(rs, rl *Result, times func(string) []time.Time, large string, small []string, at time.Time) {
+// smallLatencies fills r from times(label value), the times a watch saw
+// the RoleBindings of an instance arrive or go: each small grant's first
+// after at. A RoleBinding seen before the instant is an error of the row.
+func smallLatencies(r *Result, times func(string) []time.Time, small []string, at time.Time) {
 	var lat []time.Duration
 	for _, name := range small {
 		t := times(names.LabelValue(name))
@@ -197,20 +231,20 @@ func grantLatencies(rs, rl *Result, times func(string) []time.Time, large string
 			lat = append(lat, slices.MinFunc(t, time.Time.Compare).Sub(at))
 		}
 	}
-	var d []time.Duration
-	for _, t := range times(names.LabelValue(large)) {
-		d = append(d, t.Sub(at))
+	r.Latency, r.Converged = newLatency(lat), true
+	r.Seconds, r.FirstSeconds = percentile(lat, 100).Seconds(), percentile(lat, 0).Seconds()
+	if r.FirstSeconds < 0 {
+		r.Converged, r.Error = false, fmt.Sprintf("a RoleBinding was seen %s before the instant", fmtSeconds(-r.FirstSeconds))
 	}
-	for _, x := range []struct {
-		r   *Result
-		lat []time.Duration
-	}{{rs, lat}, {rl, d}} {
-		x.r.Latency, x.r.Converged = newLatency(x.lat), true
-		x.r.Seconds, x.r.FirstSeconds = percentile(x.lat, 100).Seconds(), percentile(x.lat, 0).Seconds()
-		if x.r.FirstSeconds < 0 {
-			x.r.Converged, x.r.Error = false, fmt.Sprintf("a RoleBinding was seen %s before the instant", fmtSeconds(-x.r.FirstSeconds))
-		}
+}
+
+// lastSince returns the last of times after at, in seconds (negative:
+// before it), 0 without any.
+func lastSince(times []time.Time, at time.Time) float64 {
+	if len(times) == 0 {
+		return 0
 	}
+	return slices.MaxFunc(times, time.Time.Compare).Sub(at).Seconds()
 }
 
 // undoExpiry deletes the scenario's ScopeInstances (their RoleBindings are

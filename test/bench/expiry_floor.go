@@ -11,8 +11,10 @@ import (
 	"github.com/operator-framework/oria/internal/manager"
 )
 
-// The expiry scenario's floors. The large grant's RoleBindings are bound
-// at notBefore and deleted at expiresAt by oria alone: nobody's request
+// The expiry scenario's floors: context for the large grant's bindings,
+// which its access no longer waits for (the grant is gated: its access
+// starts and ends with its gate). Its RoleBindings are made while it is
+// pending and deleted after expiresAt by oria alone: nobody's request
 // starts either, so the floors start their clock at their first request,
 // and run cold (no warm-up), with the workers of the floor from the apply
 // (-apply-floor-workers, 16) and no client-side limit. The create floor
@@ -22,7 +24,7 @@ import (
 
 // expiryFloors times the floors of the large grant of s: nl's (create) and
 // rl's (delete). Nothing with -no-floor.
-func (b *bench) expiryFloors(ctx context.Context, s *spread, nl, rl *Result) error {
+func (b *bench) expiryFloors(ctx context.Context, s *spread, nl, rl *GateFigures) error {
 	if b.cfg.noFloor {
 		return nil
 	}

@@ -107,6 +107,9 @@ type Result struct {
 	// Latency is set for per-object latencies (new namespaces; the
 	// guard's rows: the time of each write request).
 	Latency *Latency `json:"latency,omitempty"`
+	// Gate is the gated grant's figures (rows notbefore-large and
+	// expiry-large; expiry_gate.go).
+	Gate *GateFigures `json:"gate,omitempty"`
 	// Writes are oria's write requests by verb during the scenario, Reads
 	// its GET requests (gets, lists and watches).
 	Writes      map[string]int `json:"writes"`

@@ -14,6 +14,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/controller/scopeinstance"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -146,6 +147,7 @@ func TestGatedGrant(t *testing.T) {
 	eventuallyBoundIn(t, si.Name, gateName)
 	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Nil(c, gateOf(c, si)) }, testutil.Timeout, testutil.Interval)
 	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonExpired)
+	testutil.EventuallyEvents(t, k8sClient, "ScopeInstance", si.Name, scopeinstance.EventAccessGranted, scopeinstance.EventAccessExpired)
 }
 
 // TestGateNameTaken: a role created under the name of an instance's gate

@@ -86,10 +86,11 @@ func TestTurnBind(t *testing.T) {
 
 // TestWindowInstant: what Gather notes in its turn: the window's next
 // instant that changes its phase (not the expiry warning), with the
-// requeue's priority (a small grant 2, a fan-out 1).
+// requeue's priority (a gated grant 3, a small grant 2, another fan-out 1).
 func TestWindowInstant(t *testing.T) {
 	small := oriav1alpha1.ScopeInstanceSpec{Namespaces: []string{"a"}}
 	selector := oriav1alpha1.ScopeInstanceSpec{NamespaceSelector: &metav1.LabelSelector{}}
+	gated := oriav1alpha1.ScopeInstanceSpec{NamespaceSelector: &metav1.LabelSelector{}, ExpiresAt: at(time.Minute)}
 	for _, tc := range []struct {
 		name     string
 		p        *plan
@@ -104,6 +105,8 @@ func TestWindowInstant(t *testing.T) {
 			small, 15 * time.Minute, t0.Add(time.Minute), 2},
 		{"open fan-out: the revocation at expiresAt, after the small ones", &plan{now: t0, window: binding.Window{ExpiresAt: at(time.Minute)}, bind: &bindPlan{}},
 			selector, 0, t0.Add(time.Minute), 1},
+		{"open gated grant: the gate emptied at expiresAt, before everything else", &plan{now: t0, window: binding.Window{ExpiresAt: at(time.Minute)}, bind: &bindPlan{}},
+			gated, 0, t0.Add(time.Minute), 3},
 		{"open, the warning first: no instant", &plan{now: t0, window: binding.Window{ExpiresAt: at(time.Hour)}, bind: &bindPlan{}}, small, 15 * time.Minute, time.Time{}, 0},
 		{"expired: none", closed(binding.Window{ExpiresAt: at(-time.Second)}, false), small, 0, time.Time{}, 0},
 	} {

@@ -82,7 +82,8 @@ func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 }
 
 // instantPriority is the priority of the requeue at the next instant of an
-// instance's window, over routine work (0): 2 for a small grant, 1 for a
+// instance's window, over routine work (0): 3 for a gated grant, whose
+// instant is one write (gate.go), 2 for a small grant, 1 for another
 // fan-out.
 // Of the grants starting or expiring together, the small ones, each one
 // quick reconcile, go first: a fan-out's writes (64 at a time) started
@@ -90,6 +91,9 @@ func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 // the API server's work at the instant being the same (benchmarks.md,
 // expiry).
 func instantPriority(spec oriav1alpha1.ScopeInstanceSpec) int {
+	if binding.Gated(spec) {
+		return 3
+	}
 	if fanout(spec) {
 		return 1
 	}
@@ -137,6 +141,16 @@ func (r *Reconciler) writeClosed(ctx context.Context, si *oriav1alpha1.ScopeInst
 	var emptied []engine.Outcome
 	if g := p.revoke.gate; g != nil {
 		emptied = r.emptyGates(ctx, []*rbacv1.ClusterRole{g.cur})
+		if len(emptied) > 0 && len(engine.Summarize(emptied).Errors) == 0 {
+			// The grant ended with that write. Its bindings, which grant
+			// nothing now, are deleted by the next reconcile, at routine
+			// priority: after the other grants' work at the same instant.
+			turnFrom(ctx).requeueAt(r.now(), 0)
+			res := result{summary: engine.Summarize(emptied), emptied: g.cur.Name, left: len(p.revoke.rbs) + len(p.revoke.crbs)}
+			res.published = r.publisher().Publish(ctx, si, false, nil, false)
+			r.recordWindow(ctx, si, p, res)
+			return res, res.err()
+		}
 	}
 	rbs, crbs := r.revokeAll(ctx, p.revoke)
 	res := result{summary: engine.Summarize(rbs, crbs, emptied, r.deleteGate(ctx, p.revoke.gate, rbs)), revoked: len(rbs) + len(crbs)}
@@ -262,7 +276,7 @@ func (r *Reconciler) recordWindow(ctx context.Context, si *oriav1alpha1.ScopeIns
 		return false
 	}
 	prev := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady)
-	reason := windowEvent(p.window, p.phase, p.now, prev, r.opts.ExpiryWarning, res.revoked)
+	reason := windowEvent(p.window, p.phase, p.now, prev, r.opts.ExpiryWarning, res.revoked+res.left)
 	key := windowKey(p.window)
 	if reason == "" || !r.windowEvents.first(si, reason, key) {
 		return false
@@ -285,6 +299,10 @@ func (r *Reconciler) recordWindow(ctx context.Context, si *oriav1alpha1.ScopeIns
 		note = fmt.Sprintf("access of %s expires at %s (in %s)", who, binding.Stamp(p.window.ExpiresAt), binding.Left(p.window.ExpiresAt.Sub(p.now)))
 	case EventAccessExpired:
 		note = fmt.Sprintf("access of %s %s: %d binding(s) deleted", who, p.window.Describe(p.now), res.revoked)
+		if res.emptied != "" {
+			note = fmt.Sprintf("access of %s %s: ClusterRole %q, the grant's gate, emptied; its %d binding(s) are deleted next", who,
+				p.window.Describe(p.now), res.emptied, res.left)
+		}
 	}
 	r.Recorder.Eventf(si, nil, corev1.EventTypeNormal, reason, "Expire", "%s", note)
 	if policy := compiledFrom(si); policy != nil {

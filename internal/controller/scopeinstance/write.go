@@ -67,6 +67,10 @@ type result struct {
 	// revoked counts the bindings deleted because the ServiceAccount no
 	// longer vouches for what their role grants.
 	revoked int
+	// emptied names the gate emptied at the expiry, and left counts its
+	// bindings, deleted by the next reconcile (window.go).
+	emptied string
+	left    int
 }
 
 // refused reports whether the ServiceAccount may not write some bindings.
