@@ -357,7 +357,9 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	if err != nil {
 		return res, err
 	}
-	r.recordWindow(ctx, si, p, res)
+	if !res.gateless {
+		r.recordWindow(ctx, si, p, res)
+	}
 	return res, res.err()
 }
 

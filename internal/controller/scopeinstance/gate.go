@@ -225,6 +225,18 @@ func (r *Reconciler) emptyGates(ctx context.Context, gates []*rbacv1.ClusterRole
 	return engine.Ensure(ctx, r.writer(), gateKind, owns, want, cached)
 }
 
+// gateMissing is the result of a reconcile whose gate could not be
+// created (g: that write): nothing else is written; a conflict is
+// reported as such, an error retried.
+func (r *Reconciler) gateMissing(si *oriav1alpha1.ScopeInstance, g engine.Summary) result {
+	res := result{summary: g, gateless: true}
+	for _, c := range g.Conflicts {
+		res.conflicts = append(res.conflicts, c.Error())
+	}
+	r.recordEvents(si, nil, nil, nil, nil, res.conflicts)
+	return res
+}
+
 // deleteGate deletes a gate that is no longer wanted, once its bindings
 // are deleted (deleted: those deletions): a binding is never left to a
 // name no role holds.

@@ -262,3 +262,16 @@ func TestGateThroughSpecError(t *testing.T) {
 	denied(t, checks...)
 	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonExpired)
 }
+
+// TestGatedPendingSpecError: a gated grant reads its spec before its
+// window (its bindings are made then), so a spec error shows while it is
+// pending, and nothing is bound.
+func TestGatedPendingSpecError(t *testing.T) {
+	testutil.NeedCluster(t)
+	si := newInstance(testutil.UniqueName("si"), testutil.UniqueName("missing"), nil, matchLabels(testutil.UniqueName("gated"), "yes"))
+	si.Spec.NotBefore = wholeSecondsFromNow(time.Hour)
+	create(t, si)
+	got := eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonTemplateNotFound)
+	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, oriav1alpha1.TypeReady).Message, "nothing is granted before spec.notBefore")
+	assert.Nil(t, gateOf(t, got), "a grant with a spec error creates no gate")
+}

@@ -71,6 +71,9 @@ type result struct {
 	// bindings, deleted by the next reconcile (window.go).
 	emptied string
 	left    int
+	// gateless: the instance's gate could not be created, so nothing was
+	// bound (gateMissing).
+	gateless bool
 }
 
 // refused reports whether the ServiceAccount may not write some bindings.
@@ -128,6 +131,11 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	var gate []engine.Outcome
 	if p.gate.gateFirstNow() {
 		gate = r.writeGate(ctx, si, p.gate)
+		if g := engine.Summarize(gate); p.gate.cur == nil && len(g.Errors)+len(g.Conflicts) > 0 {
+			// No gate, no binding of it: a binding is never made to a
+			// name no role of this instance's holds.
+			return r.gateMissing(si, g), nil
+		}
 	}
 	ensuredRBs := engine.Ensure(ctx, w, engine.RoleBindingKind, owns, v.rbs, existingRBs)
 	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, v.crbs, existingCRBs)
