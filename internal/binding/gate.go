@@ -60,6 +60,33 @@ type GateSource struct {
 	Rules []rbacv1.PolicyRule
 }
 
+// GateSources returns the roles a gate of an instance of template t stands
+// for (roles: those it binds), with the rules each grants now: an inline
+// role's from the template (the rules the guard checked, whether or not the
+// ScopeTemplate controller has written them yet), another's from live (as
+// the cluster has it: none when it does not exist, as a binding of it would
+// grant nothing either). The controller and kubectl oria plan share it.
+func GateSources(t *oriav1alpha1.ScopeTemplate, roles []string, live func(name string) ([]rbacv1.PolicyRule, error)) ([]GateSource, error) {
+	inline := map[string][]rbacv1.PolicyRule{}
+	for _, role := range Roles(t) {
+		if role.Inline {
+			inline[role.Name] = role.Rules
+		}
+	}
+	out := make([]GateSource, 0, len(roles))
+	for _, name := range roles {
+		rules, ok := inline[name]
+		if !ok {
+			var err error
+			if rules, err = live(name); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, GateSource{Name: name, Rules: rules})
+	}
+	return out, nil
+}
+
 // GateRole returns the gate of inst standing for sources (sorted by name),
 // holding their rules when open and none otherwise. The rules are each
 // source's in turn, without repeats; an empty gate has nil rules.

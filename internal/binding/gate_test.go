@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -92,5 +93,27 @@ func TestGateRole(t *testing.T) {
 	sources[1].Rules[0].Verbs[0] = "delete"
 	if got.Rules[0].Verbs[0] != "get" {
 		t.Errorf("the gate shares its rules with a source")
+	}
+}
+
+func TestGateSources(t *testing.T) {
+	pods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}
+	secrets := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}
+	tmpl := &oriav1alpha1.ScopeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Spec: oriav1alpha1.ScopeTemplateSpec{
+		ClusterRoles: []oriav1alpha1.ClusterRoleTemplate{{Name: "inline", Rules: []rbacv1.PolicyRule{pods}}, {Name: "referenced"}, {Name: "gone"}}}}
+	live := map[string][]rbacv1.PolicyRule{
+		"inline":     {secrets}, // the cluster's inline role not yet the template's: the template's rules count
+		"referenced": {secrets},
+	}
+	got, err := GateSources(tmpl, []string{"inline", "referenced", "gone"}, func(name string) ([]rbacv1.PolicyRule, error) { return live[name], nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []GateSource{{Name: "inline", Rules: []rbacv1.PolicyRule{pods}}, {Name: "referenced", Rules: []rbacv1.PolicyRule{secrets}}, {Name: "gone"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("GateSources (-want +got):\n%s", diff)
+	}
+	if _, err := GateSources(tmpl, []string{"referenced"}, func(string) ([]rbacv1.PolicyRule, error) { return nil, errors.New("cache not synced") }); err == nil {
+		t.Errorf("an error reading a role is not returned")
 	}
 }

@@ -88,28 +88,6 @@ func (p *planner) gateWindow(si *oriav1alpha1.ScopeInstance, gate string) (binds
 	return true, true
 }
 
-// gateSources are the roles the gate of an instance of template t stands
-// for (roles, as resolve found them), with their rules now: an inline
-// role's from the template, another's from the cluster (none when it does
-// not exist), as the ScopeInstance controller copies them.
-func (p *planner) gateSources(t *oriav1alpha1.ScopeTemplate, roles []string) []binding.GateSource {
-	inline := map[string][]rbacv1.PolicyRule{}
-	for _, r := range binding.Roles(t) {
-		if r.Inline {
-			inline[r.Name] = r.Rules
-		}
-	}
-	out := make([]binding.GateSource, 0, len(roles))
-	for _, name := range roles {
-		s := binding.GateSource{Name: name, Rules: inline[name]}
-		if have := p.roles[name]; s.Rules == nil && have != nil {
-			s.Rules = have.Rules
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
 // gatedChanges records the changes of a gated instance inside its window,
 // or before it (pending): its gate, then a RoleBinding to the gate in each
 // target namespace; every other binding and gate of the instance goes.
@@ -203,6 +181,14 @@ func (g *gatedPlan) fill(p *planner, si *oriav1alpha1.ScopeInstance, t *oriav1al
 	g.template, g.targets = t, targets
 	inst := si.DeepCopy()
 	inst.UID = g.uid
-	g.want = binding.GateRole(inst, p.gateSources(t, roles), open)
+	// As the ScopeInstance controller copies them (never an error here:
+	// the cluster's roles are in the snapshot).
+	sources, _ := binding.GateSources(t, roles, func(name string) ([]rbacv1.PolicyRule, error) {
+		if have := p.roles[name]; have != nil {
+			return have.Rules, nil
+		}
+		return nil, nil
+	})
+	g.want = binding.GateRole(inst, sources, open)
 	g.want.Name = g.gate
 }

@@ -83,33 +83,6 @@ func (r *Reconciler) currentGate(ctx context.Context, si *oriav1alpha1.ScopeInst
 	return role, "", nil
 }
 
-// gateSources returns the roles the gate of a bind plan stands for, with
-// the rules each grants now: an inline role's from its template (the rules
-// the guard checked, whether or not the ScopeTemplate controller has
-// written them yet), a referenced role's as the cluster has it (none when it
-// does not exist: a binding of it would grant nothing either).
-func (r *Reconciler) gateSources(ctx context.Context, t *oriav1alpha1.ScopeTemplate, roles []string) ([]binding.GateSource, error) {
-	inline := map[string][]rbacv1.PolicyRule{}
-	for _, role := range binding.Roles(t) {
-		if role.Inline {
-			inline[role.Name] = role.Rules
-		}
-	}
-	out := make([]binding.GateSource, 0, len(roles))
-	for _, name := range roles {
-		if rules, ok := inline[name]; ok {
-			out = append(out, binding.GateSource{Name: name, Rules: rules})
-			continue
-		}
-		s, err := r.liveSource(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
 // liveSource returns the named role with the rules the cluster's role has.
 func (r *Reconciler) liveSource(ctx context.Context, name string) (binding.GateSource, error) {
 	role, err := r.roles.Get(ctx, name)
@@ -138,7 +111,10 @@ func (r *Reconciler) gateBindPlan(ctx context.Context, si *oriav1alpha1.ScopeIns
 		b.wantRBs = nil
 		return nil
 	}
-	sources, err := r.gateSources(ctx, b.template, b.roles)
+	sources, err := binding.GateSources(b.template, b.roles, func(name string) ([]rbacv1.PolicyRule, error) {
+		s, err := r.liveSource(ctx, name)
+		return s.Rules, err
+	})
 	if err != nil {
 		return err
 	}
