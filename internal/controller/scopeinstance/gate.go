@@ -59,26 +59,31 @@ func (g *gatePlan) gateFirstNow() bool {
 }
 
 // currentGate returns the instance's gate as oria's cache shows it (nil
-// when there is none), and the description of a role that holds the gate's
-// name without being this instance's.
-func (r *Reconciler) currentGate(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*rbacv1.ClusterRole, string, error) {
+// when there is none), and, when squat is set, the description of a role
+// that holds the gate's name without being this instance's: a role without
+// oria's labels is not in the cache, so that takes a read of the API server
+// while the gate does not exist (only a gated instance, about to create its
+// gate, asks; any other reconcile looks for a gate left over in the cache
+// alone).
+func (r *Reconciler) currentGate(ctx context.Context, si *oriav1alpha1.ScopeInstance, squat bool) (*rbacv1.ClusterRole, string, error) {
 	name := binding.GateName(si.Name, string(si.UID))
 	role := &rbacv1.ClusterRole{}
 	err := r.Client.Get(ctx, types.NamespacedName{Name: name}, role)
+	if apierrors.IsNotFound(err) && !squat {
+		return nil, "", nil
+	}
 	if apierrors.IsNotFound(err) {
-		// Not in oria's cache: absent, or without oria's labels.
-		if err = r.APIReader.Get(ctx, types.NamespacedName{Name: name}, &rbacv1.ClusterRole{}); apierrors.IsNotFound(err) {
+		// Not in oria's cache: absent, without oria's labels, or just
+		// created and not seen yet.
+		if err = r.APIReader.Get(ctx, types.NamespacedName{Name: name}, role); apierrors.IsNotFound(err) {
 			return nil, "", nil
-		}
-		if err == nil {
-			return nil, fmt.Sprintf("ClusterRole %q, the gate of this time-bound grant, exists and was not created by oria for it", name), nil
 		}
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("reading ClusterRole %q: %w", name, err)
 	}
 	if !ownership.ControlledByUID(role, si.UID) {
-		return nil, fmt.Sprintf("ClusterRole %q, the gate of this time-bound grant, is not controlled by this instance", name), nil
+		return nil, fmt.Sprintf("ClusterRole %q, the gate of this time-bound grant, exists and was not created by oria for this instance", name), nil
 	}
 	return role, "", nil
 }
@@ -99,7 +104,7 @@ func (r *Reconciler) liveSource(ctx context.Context, name string) (binding.GateS
 // those in conflict; the RoleBindings bind the gate, which holds the
 // sources' rules when open. A gate name held by someone else binds nothing.
 func (r *Reconciler) gateBindPlan(ctx context.Context, si *oriav1alpha1.ScopeInstance, b *bindPlan, open bool) error {
-	cur, conflict, err := r.currentGate(ctx, si)
+	cur, conflict, err := r.currentGate(ctx, si, true)
 	if err != nil {
 		return err
 	}
@@ -128,7 +133,7 @@ func (r *Reconciler) gateBindPlan(ctx context.Context, si *oriav1alpha1.ScopeIns
 // for that the spec still allows (all of them when the template does not
 // exist), with their rules now, and only while the window is open.
 func (r *Reconciler) frozenGate(ctx context.Context, si *oriav1alpha1.ScopeInstance, a *binding.Allowance, open bool) (*gatePlan, error) {
-	cur, _, err := r.currentGate(ctx, si)
+	cur, _, err := r.currentGate(ctx, si, false)
 	if err != nil || cur == nil {
 		return nil, err
 	}
@@ -153,7 +158,7 @@ func (r *Reconciler) frozenGate(ctx context.Context, si *oriav1alpha1.ScopeInsta
 // closedGate is the gate of an instance outside its window (or no longer
 // gated): emptied, then deleted after the bindings.
 func (r *Reconciler) closedGate(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*gatePlan, error) {
-	cur, _, err := r.currentGate(ctx, si)
+	cur, _, err := r.currentGate(ctx, si, false)
 	if err != nil || cur == nil {
 		return nil, err
 	}
