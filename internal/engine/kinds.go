@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"context"
 	"maps"
 	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -173,4 +175,27 @@ func GateRoleKind() Kind[*rbacv1.ClusterRole] {
 			return out, true
 		},
 	}
+}
+
+// EmptyGates removes the rules (and any aggregationRule) of the gates, as
+// the caller read them, that have some: their bindings then grant nothing,
+// at once, before the bindings and the gates themselves are deleted. One
+// update each (GateRoleKind); a gate already empty costs nothing.
+func EmptyGates(ctx context.Context, w *Writer, gates []*rbacv1.ClusterRole) []Outcome {
+	var want []*rbacv1.ClusterRole
+	cached := map[types.NamespacedName]*rbacv1.ClusterRole{}
+	for _, g := range gates {
+		if g == nil || (len(g.Rules) == 0 && g.AggregationRule == nil) {
+			continue
+		}
+		empty := g.DeepCopy()
+		empty.Rules, empty.AggregationRule = nil, nil
+		want = append(want, empty)
+		cached[Key(g)] = g
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	owns := func(o client.Object) bool { return ownership.IsManaged(o) }
+	return Ensure(ctx, w, GateRoleKind(), owns, want, cached)
 }

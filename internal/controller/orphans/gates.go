@@ -98,16 +98,7 @@ func (r *Reconciler) waitForBindings(cached *rbacv1.ClusterRole) bool {
 // emptyGate removes every rule of an orphaned gate (live, as just read from
 // the API server); nothing when it has none.
 func (r *Reconciler) emptyGate(ctx context.Context, live *rbacv1.ClusterRole) []engine.Outcome {
-	if len(live.Rules) == 0 && live.AggregationRule == nil {
-		return nil
-	}
-	// Only the labels: the engine's update keeps every other field of
-	// the live object, and sets these rules (none) and no aggregationRule.
-	empty := &rbacv1.ClusterRole{}
-	empty.Name, empty.Labels = live.Name, live.Labels
-	cached := map[types.NamespacedName]*rbacv1.ClusterRole{engine.Key(live): live}
-	owns := func(o client.Object) bool { return ownership.IsManaged(o) }
-	return engine.Ensure(ctx, r.writer(), engine.GateRoleKind(), owns, []*rbacv1.ClusterRole{empty}, cached)
+	return engine.EmptyGates(ctx, r.writer(), []*rbacv1.ClusterRole{live})
 }
 
 // liveGateBindings is gateBindings as the API server has them: the last

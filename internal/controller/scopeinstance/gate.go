@@ -185,25 +185,7 @@ func (r *Reconciler) writeGate(ctx context.Context, si *oriav1alpha1.ScopeInstan
 // emptyGates removes the rules of gates (oria's, as the cache shows them)
 // that have any, so that their bindings grant nothing before they go.
 func (r *Reconciler) emptyGates(ctx context.Context, gates []*rbacv1.ClusterRole) []engine.Outcome {
-	var want []*rbacv1.ClusterRole
-	cached := map[types.NamespacedName]*rbacv1.ClusterRole{}
-	for _, g := range gates {
-		if g == nil {
-			continue
-		}
-		if len(g.Rules) == 0 && g.AggregationRule == nil {
-			continue
-		}
-		empty := g.DeepCopy()
-		empty.Rules, empty.AggregationRule = nil, nil
-		want = append(want, empty)
-		cached[engine.Key(g)] = g
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	owns := func(o client.Object) bool { return ownership.IsManaged(o) }
-	return engine.Ensure(ctx, r.writer(), gateKind, owns, want, cached)
+	return engine.EmptyGates(ctx, r.writer(), gates)
 }
 
 // gateMissing is the result of a reconcile whose gate could not be
