@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -26,7 +25,8 @@ import (
 // notBefore and expiresAt are read in whole seconds, as a metav1.Time
 // encodes them, so that a decoded spec encodes to itself; a fraction of a
 // second is rounded inward (notBefore up, expiresAt down), never widening
-// the window.
+// the window, and an instant outside what encodes and decodes again is
+// clamped into it (WholeSecond): a bound is never read as "no bound".
 func (s *ScopeInstanceSpec) UnmarshalJSON(data []byte) error {
 	// plain has the same fields but not this method, so decoding it does not
 	// recurse.
@@ -39,7 +39,7 @@ func (s *ScopeInstanceSpec) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*s = ScopeInstanceSpec(raw.plain)
-	s.NotBefore, s.ExpiresAt = wholeSecond(s.NotBefore, true), wholeSecond(s.ExpiresAt, false)
+	s.NotBefore, s.ExpiresAt = WholeSecond(s.NotBefore, true), WholeSecond(s.ExpiresAt, false)
 	s.NamespaceSelector = nil
 	sel, err := decodeNamespaceSelector(raw.NamespaceSelector)
 	if err != nil {
@@ -97,17 +97,4 @@ func decodeNamespaceSelector(data json.RawMessage) (*metav1.LabelSelector, error
 		})
 	}
 	return sel, nil
-}
-
-// wholeSecond returns t in whole seconds: rounded up, else down; nil for
-// nil.
-func wholeSecond(t *metav1.Time, up bool) *metav1.Time {
-	if t == nil {
-		return nil
-	}
-	w := t.Truncate(time.Second)
-	if up && w.Before(t.Time) {
-		w = w.Add(time.Second)
-	}
-	return &metav1.Time{Time: w}
 }

@@ -104,20 +104,13 @@ func Intersect(a, b Window) Window {
 // writes (RFC 3339 without a fraction), never wider than w: notBefore
 // rounded up, expiresAt down. A policy's window compiled into its instance
 // then reads back exactly as written (no rewrite at every reconcile), and
-// never starts earlier or ends later than the policy's.
+// never starts earlier or ends later than the policy's; a bound stays a
+// bound, clamped to the instants that round-trip (oriav1alpha1.WholeSecond).
 func (w Window) Whole() Window {
-	var out Window
-	if w.NotBefore != nil {
-		t := w.NotBefore.Truncate(time.Second)
-		if t.Before(w.NotBefore.Time) {
-			t = t.Add(time.Second)
-		}
-		out.NotBefore = &metav1.Time{Time: t.UTC()}
+	return Window{
+		NotBefore: oriav1alpha1.WholeSecond(w.NotBefore, true),
+		ExpiresAt: oriav1alpha1.WholeSecond(w.ExpiresAt, false),
 	}
-	if w.ExpiresAt != nil {
-		out.ExpiresAt = &metav1.Time{Time: w.ExpiresAt.Truncate(time.Second).UTC()}
-	}
-	return out
 }
 
 // DeepCopy returns a window whose bounds w does not share.
