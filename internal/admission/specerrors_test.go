@@ -54,6 +54,13 @@ func TestSpecErrors(t *testing.T) {
 		obj:  withSubjects(tmpl(oriav1alpha1.ClusterRoleTemplate{Name: "view"}, emptyVerbs), bot),
 		want: []string{`ScopeTemplate "t" is not valid (InvalidSpec): spec.clusterRoles[1].rules[0]: verbs must contain at least one value` + suffix},
 	}, {
+		name: "template: a gate's name, referenced or inline (issue 38, case 1: an empty gate is held by anyone)",
+		obj: withSubjects(tmpl(oriav1alpha1.ClusterRoleTemplate{Name: "oria-window-grant-1a2b3c4d"},
+			oriav1alpha1.ClusterRoleTemplate{GenerateName: "oria-window-", Rules: secretRules}), bot),
+		want: []string{`ScopeTemplate "t" is not valid (InvalidSpec): ` +
+			`spec.clusterRoles[0]: ClusterRole "oria-window-grant-1a2b3c4d" is a gate's name (oria-window-...): oria fills and empties a time-bound grant's gate itself, so no template may name one; name the roles it stands for; ` +
+			`spec.clusterRoles[1]: ClusterRole "oria-window-d27db28d50" is a gate's name (oria-window-...): oria fills and empties a time-bound grant's gate itself, so no template may name one; name the roles it stands for` + suffix},
+	}, {
 		name: "template: a subject of no known kind",
 		obj:  withSubjects(tmpl(oriav1alpha1.ClusterRoleTemplate{Name: "view"}), rbacv1.Subject{Kind: "Robot", Name: "r2"}),
 		want: []string{`ScopeTemplate "t" is not valid (InvalidSubject): spec.bindingTemplate.subjects[0]: kind "Robot" is not one of User, Group, ServiceAccount` + suffix},

@@ -48,11 +48,22 @@ func Gated(spec oriav1alpha1.ScopeInstanceSpec) bool {
 	return InstanceWindow(spec).Bounded() && FanOut(spec) && !IsClusterWide(spec) && spec.ServiceAccount == nil
 }
 
+// gatePrefix starts the name of every gate.
+const gatePrefix = "oria-window-"
+
 // GateName returns the name of the gate of the instance with this name and
 // UID: an instance deleted and created again has another gate.
 func GateName(instance string, uid string) string {
-	return names.Join("oria-window", instance, names.Hash(uid))
+	return names.Join(strings.TrimSuffix(gatePrefix, "-"), instance, names.Hash(uid))
 }
+
+// IsGateName reports whether a ClusterRole name is a gate's name, or could
+// become one: oria fills and empties gates on its own, so no template may
+// name one (ValidateTemplate). A gate is empty while its grant is pending,
+// so anyone "holds" its permissions then; judged by what it can come to
+// grant, it grants whatever the grant it stands for grants, to that
+// grant's subjects alone.
+func IsGateName(name string) bool { return strings.HasPrefix(name, gatePrefix) }
 
 // GateSource is a role a gate stands for, with the rules it grants now.
 type GateSource struct {

@@ -78,6 +78,9 @@ func ValidateTemplate(t *oriav1alpha1.ScopeTemplate) *SpecError {
 		for _, msg := range path.IsValidPathSegmentName(name) {
 			problems = append(problems, fmt.Sprintf("%s: ClusterRole name %q: %s", at, name, msg))
 		}
+		if IsGateName(name) {
+			problems = append(problems, fmt.Sprintf("%s: ClusterRole %q is a gate's name (%s...): oria fills and empties a time-bound grant's gate itself, so no template may name one; name the roles it stands for", at, name, gatePrefix))
+		}
 		if j, dup := seen[name]; dup {
 			problems = append(problems, fmt.Sprintf("%s: ClusterRole %q is also spec.clusterRoles[%d]", at, name, j))
 		} else {
