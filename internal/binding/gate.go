@@ -128,6 +128,20 @@ func GateRole(inst *oriav1alpha1.ScopeInstance, sources []GateSource, open bool)
 	}
 }
 
+// NarrowGate returns want holding only the rules of want that cur already
+// holds: the gate of a grant that no checked template backs (a spec error)
+// may lose rules, never gain one.
+func NarrowGate(want, cur *rbacv1.ClusterRole) *rbacv1.ClusterRole {
+	var kept []rbacv1.PolicyRule
+	for _, rule := range want.Rules {
+		if slices.ContainsFunc(cur.Rules, func(r rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(r, rule) }) {
+			kept = append(kept, rule)
+		}
+	}
+	want.Rules = kept
+	return want
+}
+
 // GateRoles returns the roles a gate stands for (its annotation), sorted.
 func GateRoles(gate *rbacv1.ClusterRole) []string {
 	v := gate.Annotations[oriav1alpha1.AnnotationGateRoles]

@@ -117,3 +117,29 @@ func TestGateSources(t *testing.T) {
 		t.Errorf("an error reading a role is not returned")
 	}
 }
+
+// TestNarrowGate: the gate of a grant no checked template backs keeps at
+// most the rules it holds (issue 38, case 2: its annotation, which anyone
+// who may patch ClusterRoles can write, named admin and view while the
+// grant was pending; at notBefore oria filled it with admin's rules).
+func TestNarrowGate(t *testing.T) {
+	pods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}
+	secrets := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}
+	for _, tc := range []struct {
+		name      string
+		want, cur []rbacv1.PolicyRule
+		out       []rbacv1.PolicyRule
+	}{
+		{"empty (pending) stays empty", []rbacv1.PolicyRule{secrets, pods}, nil, nil},
+		{"a source narrowed is narrowed", []rbacv1.PolicyRule{pods}, []rbacv1.PolicyRule{pods, secrets}, []rbacv1.PolicyRule{pods}},
+		{"a source widened is not", []rbacv1.PolicyRule{pods, secrets}, []rbacv1.PolicyRule{pods}, []rbacv1.PolicyRule{pods}},
+		{"closed: nothing", nil, []rbacv1.PolicyRule{pods}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := NarrowGate(&rbacv1.ClusterRole{Rules: tc.want}, &rbacv1.ClusterRole{Rules: tc.cur})
+			if diff := cmp.Diff(tc.out, got.Rules); diff != "" {
+				t.Errorf("NarrowGate (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

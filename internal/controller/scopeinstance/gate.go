@@ -131,7 +131,11 @@ func (r *Reconciler) gateBindPlan(ctx context.Context, si *oriav1alpha1.ScopeIns
 // frozenGate is the gate of a gated instance with a spec error: it is not
 // created, but one that exists keeps standing only for the roles it stood
 // for that the spec still allows (all of them when the template does not
-// exist), with their rules now, and only while the window is open.
+// exist), with their rules now, and only while the window is open. It
+// never gains a rule it does not hold (binding.NarrowGate): what it stands
+// for is read from its annotation, which anyone who may patch ClusterRoles
+// can write, and the guard checked no template for it; a gate that was
+// empty (pending) stays empty at notBefore.
 func (r *Reconciler) frozenGate(ctx context.Context, si *oriav1alpha1.ScopeInstance, a *binding.Allowance, open bool) (*gatePlan, error) {
 	cur, _, err := r.currentGate(ctx, si, false)
 	if err != nil || cur == nil {
@@ -152,7 +156,7 @@ func (r *Reconciler) frozenGate(ctx context.Context, si *oriav1alpha1.ScopeInsta
 		// The gate's bindings are allowed as far as the gate is narrowed.
 		a.Roles = append(a.Roles, cur.Name)
 	}
-	return &gatePlan{cur: cur, want: binding.GateRole(si, sources, open)}, nil
+	return &gatePlan{cur: cur, want: binding.NarrowGate(binding.GateRole(si, sources, open), cur)}, nil
 }
 
 // closedGate is the gate of an instance outside its window (or no longer

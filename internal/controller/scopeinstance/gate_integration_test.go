@@ -275,3 +275,39 @@ func TestGatedPendingSpecError(t *testing.T) {
 	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, oriav1alpha1.TypeReady).Message, "nothing is granted before spec.notBefore")
 	assert.Nil(t, gateOf(t, got), "a grant with a spec error creates no gate")
 }
+
+// TestGateNeverFilledWithoutItsTemplate (issue 38, case 2): the template of
+// a pending gated grant is deleted, and someone who may patch ClusterRoles
+// sets the gate's annotation to admin and view (cluster-admin here). At notBefore the gate
+// stays empty: what a gate stands for comes from the template the guard
+// checked, never from the gate's own metadata.
+func TestGateNeverFilledWithoutItsTemplate(t *testing.T) {
+	testutil.NeedCluster(t)
+	label, _, tmpl, _, checks := gatedFixture(t)
+	si := newInstance(testutil.UniqueName("si"), tmpl.Name, nil, matchLabels(label, "yes"))
+	notBefore := wholeSecondsFromNow(4 * time.Second)
+	si.Spec.NotBefore, si.Spec.ExpiresAt = notBefore, wholeSecondsFromNow(time.Hour)
+	create(t, si)
+	si = get(t, si.Name, "", &oriav1alpha1.ScopeInstance{})
+	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.NotNil(c, gateOf(c, si)) }, testutil.Timeout, testutil.Interval)
+
+	require.NoError(t, k8sClient.Delete(context.Background(), tmpl))
+	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonTemplateNotFound)
+	// Patched once before notBefore and once after (each write to the gate
+	// brings the instance back to a reconcile).
+	for _, at := range []time.Time{time.Now(), notBefore.Add(time.Second)} {
+		time.Sleep(time.Until(at))
+		gate := gateOf(t, si)
+		patch := client.MergeFrom(gate.DeepCopy())
+		// cluster-admin: the integration suite runs no aggregation
+		// controller, so admin and view have no rules here.
+		gate.Annotations[oriav1alpha1.AnnotationGateRoles] = "cluster-admin,view"
+		gate.Annotations["touched"] = at.String()
+		require.NoError(t, k8sClient.Patch(context.Background(), gate, patch))
+	}
+	time.Sleep(2 * time.Second)
+	g := gateOf(t, si)
+	assert.Empty(t, g.Rules, "a gate without its template gained rules at notBefore (standing for %s)", g.Annotations[oriav1alpha1.AnnotationGateRoles])
+	secrets := testutil.Access{User: "alice", Verb: "get", Resource: "secrets", Namespace: checks[0].Namespace}
+	denied(t, append(checks, secrets)...)
+}
