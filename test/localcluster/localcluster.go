@@ -83,8 +83,10 @@ type Options struct {
 	// Webhook installs oria's escalation guard (the ValidatingWebhookConfiguration
 	// of config/webhook/manifests.yaml, failurePolicy Fail) pointing at
 	// https://127.0.0.1:<free port>, with a CA and serving certificate
-	// generated for it. oria must then run with OriaFlags(); until it
-	// serves, every write of an oria object is refused.
+	// generated for it, and the guard's ValidatingAdmissionPolicy
+	// (config/webhook/status-policy.yaml: only oria writes status). oria
+	// must then run with OriaFlags(); until it serves, every write of an
+	// oria object is refused.
 	Webhook bool
 }
 
@@ -235,6 +237,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, retErr error) {
 
 	if opts.Webhook {
 		if err := c.keepServingCert(); err != nil {
+			return nil, err
+		}
+		if err := c.installStatusPolicy(ctx); err != nil {
 			return nil, err
 		}
 	}

@@ -1,12 +1,18 @@
 package localcluster
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -72,4 +78,46 @@ func (c *Cluster) OriaFlags() []string {
 		"--webhook-port=" + strconv.Itoa(c.Webhook.Port),
 		"--webhook-cert-dir=" + c.Webhook.CertDir,
 	}
+}
+
+// StatusPolicyObjects reads the guard's ValidatingAdmissionPolicy and its
+// binding (config/webhook/status-policy.yaml: only oria writes the status of
+// oria's objects).
+func StatusPolicyObjects() ([]*unstructured.Unstructured, error) {
+	path := filepath.Join(RepoRoot(), "config", "webhook", "status-policy.yaml")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the status policy: %w", err)
+	}
+	defer f.Close()
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("decoding %s: %w", path, err)
+		}
+		out = append(out, u)
+	}
+}
+
+// installStatusPolicy installs the guard's ValidatingAdmissionPolicy next to
+// its webhook, as config/default does.
+func (c *Cluster) installStatusPolicy(ctx context.Context) error {
+	objs, err := StatusPolicyObjects()
+	if err != nil {
+		return err
+	}
+	cl, err := client.New(c.Config, client.Options{})
+	if err != nil {
+		return err
+	}
+	for _, u := range objs {
+		if err := cl.Create(ctx, u); err != nil {
+			return fmt.Errorf("installing %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	return nil
 }
