@@ -77,7 +77,8 @@ const (
 	// ReasonNamespaceRecreated (ScopeInstance, RBACPolicy): a listed
 	// namespace was deleted and created again since the spec was written;
 	// the grant checked for the old namespace is not carried over to the
-	// new one until the spec is written again (status.namespaceUIDs).
+	// new one until the spec is written again other than its window
+	// (status.namespaceUIDs, status.pinnedFor).
 	ReasonNamespaceRecreated = "NamespaceRecreated"
 	// ReasonWaitingForRules (ScopeInstance): an inline ClusterRole does not
 	// hold its template's current rules yet (held back for a ServiceAccount

@@ -243,11 +243,20 @@ type ScopeInstanceStatus struct {
 	// namespaceUIDs records the UID of each namespace in spec.namespaces
 	// as oria first saw it under the current spec. A listed namespace
 	// deleted and created again is a new namespace: it is not bound (Ready
-	// False, NamespaceRecreated) until the spec is written again, which
-	// the escalation guard checks anew. Written by oria alone.
+	// False, NamespaceRecreated) until the spec is written again other than
+	// its window (see pinnedFor), which the escalation guard checks anew.
+	// Written by oria alone.
 	// +optional
 	// +mapType=atomic
 	NamespaceUIDs map[string]string `json:"namespaceUIDs,omitempty"`
+
+	// pinnedFor identifies the spec, less its window, that namespaceUIDs
+	// were recorded under (a hash). oria records the UIDs anew only when
+	// that part of the spec changes: a write that changes only the window
+	// may be admitted without a check (an earlier end is a revocation
+	// anyone may make), so it never moves a pin. Written by oria alone.
+	// +optional
+	PinnedFor string `json:"pinnedFor,omitempty"`
 }
 
 // PublicationStatus is the observed state of a publication.

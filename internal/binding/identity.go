@@ -1,7 +1,11 @@
 package binding
 
 import (
+	"encoding/json"
 	"slices"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/names"
 )
 
 // A namespace deleted and created again is a new namespace. The escalation
@@ -15,8 +19,36 @@ import (
 // (only an author with the right in every namespace could list it: the
 // guard found no binding of theirs there); one that is deleted and created
 // again afterwards is not bound until the spec is written again, which the
-// guard checks anew. A namespaceSelector is checked as a cluster-wide grant,
+// guard checks anew: written again other than in its window (Repin), as a
+// write of the window alone may be admitted without a check. A namespaceSelector is checked as a cluster-wide grant,
 // so the namespaces it selects follow their names.
+
+// PinKey identifies the part of an instance spec that the pins are
+// recorded under (status.pinnedFor): all of it but the window.
+func PinKey(spec oriav1alpha1.ScopeInstanceSpec) string {
+	spec.NotBefore, spec.ExpiresAt = nil, nil
+	b, err := json.Marshal(spec)
+	if err != nil {
+		// A spec that does not encode (never, for a decoded one) pins anew
+		// at every reconcile rather than never.
+		return ""
+	}
+	return names.Hash(string(b))
+}
+
+// Repin reports whether the pins of si are to be recorded anew (the fresh
+// of PinNamespaces): its spec, less its window, is not the one they were
+// recorded under. A change of the window alone never moves a pin: an
+// earlier expiresAt or a later notBefore is admitted for everyone without a
+// check (a revocation), so a namespace deleted and created again since is
+// still the new namespace it was. Pins recorded by an earlier oria (no
+// status.pinnedFor) move on any new generation, as they did then.
+func Repin(si *oriav1alpha1.ScopeInstance) bool {
+	if si.Status.PinnedFor == "" {
+		return si.Status.ObservedGeneration != si.Generation
+	}
+	return si.Status.PinnedFor != PinKey(si.Spec)
+}
 
 // PinNamespaces returns the UIDs to record for the namespaces listed
 // (spec.namespaces), given every namespace of the cluster, what was recorded

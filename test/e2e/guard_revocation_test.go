@@ -167,7 +167,8 @@ func TestHeldRulesAreNeverBoundAnew(t *testing.T) {
 // admin to themselves there (admitted). The admin deletes phoenix, which
 // ends D's rights there, and creates a new phoenix: oria does not bind D in
 // it (NamespaceRecreated), until the spec is written again by someone the
-// guard admits for the new namespace.
+// guard admits for the new namespace; D's write of the window alone, which
+// the guard admits unchecked, moves no pin (issue 38, case 3).
 func TestRecreatedNamespaceIsNotRebound(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
@@ -208,6 +209,14 @@ func TestRecreatedNamespaceIsNotRebound(t *testing.T) {
 
 	// D cannot re-affirm it: the guard checks the new phoenix.
 	refused(t, userUpdate(t, as, si, func() { si.Spec.Namespaces = []string{phoenix, phoenix + "-x"} }), phoenix)
+	// Nor by a write of the window alone (issue 38, case 3): an end added is
+	// a narrowing, admitted without a check, so it moves no pin.
+	require.NoError(t, userUpdate(t, as, si, func() {
+		si.Spec.ExpiresAt = &metav1.Time{Time: time.Now().Add(365 * 24 * time.Hour).Truncate(time.Second)}
+	}), "an earlier end is admitted for everyone")
+	time.Sleep(3 * time.Second)
+	instanceReady(t, si, oriav1alpha1.ReasonNamespaceRecreated, time.Minute)
+	assert.False(t, can(t, adminInPhoenix), "a window-only write re-pinned the re-created namespace")
 	// The admin can: writing the spec again binds the new namespace.
 	update(t, si, func() {
 		si.Spec.Namespaces = nil

@@ -315,6 +315,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: partiallyBoundNamespaceCount
       type:
         scalar: numeric
+    - name: pinnedFor
+      type:
+        scalar: string
     - name: publication
       type:
         namedType: com.github.operator-framework.oria.api.v1alpha1.PublicationStatus

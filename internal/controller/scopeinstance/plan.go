@@ -41,6 +41,9 @@ type plan struct {
 	window binding.Window
 	phase  binding.Phase
 	pins   map[string]string
+	// pinnedFor is what pins are recorded under (status.pinnedFor,
+	// binding.PinKey).
+	pinnedFor string
 
 	bind   *bindPlan
 	revoke *revokePlan
@@ -123,7 +126,7 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance,
 			return nil, err
 		}
 	}
-	pins, recreated := binding.PinNamespaces(si.Spec.Namespaces, nss, si.Status.NamespaceUIDs, si.Status.ObservedGeneration != si.Generation)
+	pins, recreated := binding.PinNamespaces(si.Spec.Namespaces, nss, si.Status.NamespaceUIDs, binding.Repin(si))
 	b, serr, err := r.resolve(ctx, si, nss, recreated)
 	if err != nil {
 		return nil, err
@@ -141,7 +144,7 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance,
 		if err != nil {
 			return nil, err
 		}
-		return &plan{recheck: r.recheck(), pins: pins, revoke: rp}, nil
+		return &plan{recheck: r.recheck(), pins: pins, pinnedFor: binding.PinKey(si.Spec), revoke: rp}, nil
 	}
 	subj := b.template.Spec.BindingTemplate.Subjects
 	if b.targets.Cluster {
@@ -169,7 +172,7 @@ func (r *Reconciler) gather(ctx context.Context, si *oriav1alpha1.ScopeInstance,
 		}
 		b.ceiling.annotate(b)
 	}
-	return &plan{recheck: r.recheck(), pins: pins, bind: b}, nil
+	return &plan{recheck: r.recheck(), pins: pins, pinnedFor: binding.PinKey(si.Spec), bind: b}, nil
 }
 
 // resolve reads the template, checks the spec and finds the targets. A

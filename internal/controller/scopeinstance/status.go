@@ -38,7 +38,7 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 		closedStatus(&st, p, res, err, ready)
 		return st
 	case p.revoke != nil:
-		st.NamespaceUIDs = p.pins
+		st.NamespaceUIDs, st.PinnedFor = p.pins, p.pinnedFor
 		ready(metav1.ConditionFalse, p.revoke.specErr.Reason, p.revoke.specErr.Message)
 		// Bindings its ServiceAccount no longer vouches for went even so.
 		st.BoundNamespaces = slices.DeleteFunc(st.BoundNamespaces, func(ns string) bool {
@@ -62,7 +62,7 @@ func boundStatus(st *oriav1alpha1.ScopeInstanceStatus, si *oriav1alpha1.ScopeIns
 	st.BoundNamespaceCount = int32(len(st.BoundNamespaces))
 	st.PartiallyBoundNamespaceCount = int32(partialNamespaces(res.bound, res.ensuredRBs))
 	st.Publication = res.published.Status
-	st.NamespaceUIDs = pl.pins
+	st.NamespaceUIDs, st.PinnedFor = pl.pins, pl.pinnedFor
 	switch {
 	case err != nil:
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
@@ -81,7 +81,7 @@ func boundStatus(st *oriav1alpha1.ScopeInstanceStatus, si *oriav1alpha1.ScopeIns
 	case len(p.targets.Recreated) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceRecreated, fmt.Sprintf(
 			"namespace(s) %s were deleted and created again since this spec was written: a grant checked for the old namespace is not carried over, "+
-				"so they are not bound until the spec is written again (remove them from spec.namespaces and add them back; a namespaceSelector follows names) (%s)",
+				"so they are not bound until the spec is written again other than its window, which the guard checks anew (remove them from spec.namespaces and add them back; a namespaceSelector follows names) (%s)",
 			status.Enumerate(p.targets.Recreated, 10), boundWhere(p, *st)))
 	case len(p.targets.Missing) > 0:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound,
@@ -126,7 +126,7 @@ func boundStatus(st *oriav1alpha1.ScopeInstanceStatus, si *oriav1alpha1.ScopeIns
 // is written at once, so a change of Ready's status or reason is never held
 // back.
 func routineChange(before, after oriav1alpha1.ScopeInstanceStatus) bool {
-	if before.ObservedGeneration != after.ObservedGeneration || before.Scope != after.Scope || !maps.Equal(before.NamespaceUIDs, after.NamespaceUIDs) ||
+	if before.ObservedGeneration != after.ObservedGeneration || before.Scope != after.Scope || !maps.Equal(before.NamespaceUIDs, after.NamespaceUIDs) || before.PinnedFor != after.PinnedFor ||
 		!equality.Semantic.DeepEqual(before.Publication, after.Publication) || len(before.Conditions) != len(after.Conditions) {
 		return false
 	}

@@ -100,13 +100,14 @@ func instantPriority(spec oriav1alpha1.ScopeInstanceSpec) int {
 // was admitted for.
 func (r *Reconciler) closedPlan(ctx context.Context, si *oriav1alpha1.ScopeInstance, phase binding.Phase) (*plan, error) {
 	rp := &revokePlan{cluster: binding.IsClusterWide(si.Spec), ceiling: si.Spec.ServiceAccount != nil}
-	p := &plan{recheck: r.recheck(), pins: si.Status.NamespaceUIDs, revoke: rp}
+	p := &plan{recheck: r.recheck(), pins: si.Status.NamespaceUIDs, pinnedFor: si.Status.PinnedFor, revoke: rp}
 	if phase == binding.WindowPending && !rp.cluster {
 		nss, err := r.namespaces(ctx)
 		if err != nil {
 			return nil, err
 		}
-		p.pins, _ = binding.PinNamespaces(si.Spec.Namespaces, nss, si.Status.NamespaceUIDs, si.Status.ObservedGeneration != si.Generation)
+		p.pins, _ = binding.PinNamespaces(si.Spec.Namespaces, nss, si.Status.NamespaceUIDs, binding.Repin(si))
+		p.pinnedFor = binding.PinKey(si.Spec)
 	}
 	var err error
 	if rp.rbs, rp.crbs, err = r.existingBindings(si.Name); err != nil {
@@ -165,7 +166,7 @@ func closedStatus(st *oriav1alpha1.ScopeInstanceStatus, p *plan, res result, err
 	}
 	st.BoundNamespaces, st.BoundNamespaceCount, st.PartiallyBoundNamespaceCount = nil, 0, 0
 	st.Publication = res.published.Status
-	st.NamespaceUIDs = p.pins
+	st.NamespaceUIDs, st.PinnedFor = p.pins, p.pinnedFor
 	switch {
 	case err != nil:
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())

@@ -58,9 +58,16 @@ type ScopeInstanceStatusApplyConfiguration struct {
 	// namespaceUIDs records the UID of each namespace in spec.namespaces
 	// as oria first saw it under the current spec. A listed namespace
 	// deleted and created again is a new namespace: it is not bound (Ready
-	// False, NamespaceRecreated) until the spec is written again, which
-	// the escalation guard checks anew. Written by oria alone.
+	// False, NamespaceRecreated) until the spec is written again other than
+	// its window (see pinnedFor), which the escalation guard checks anew.
+	// Written by oria alone.
 	NamespaceUIDs map[string]string `json:"namespaceUIDs,omitempty"`
+	// pinnedFor identifies the spec, less its window, that namespaceUIDs
+	// were recorded under (a hash). oria records the UIDs anew only when
+	// that part of the spec changes: a write that changes only the window
+	// may be admitted without a check (an earlier end is a revocation
+	// anyone may make), so it never moves a pin. Written by oria alone.
+	PinnedFor *string `json:"pinnedFor,omitempty"`
 }
 
 // ScopeInstanceStatusApplyConfiguration constructs a declarative configuration of the ScopeInstanceStatus type for use with
@@ -143,5 +150,13 @@ func (b *ScopeInstanceStatusApplyConfiguration) WithNamespaceUIDs(entries map[st
 	for k, v := range entries {
 		b.NamespaceUIDs[k] = v
 	}
+	return b
+}
+
+// WithPinnedFor sets the PinnedFor field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PinnedFor field is set to the value of the last call.
+func (b *ScopeInstanceStatusApplyConfiguration) WithPinnedFor(value string) *ScopeInstanceStatusApplyConfiguration {
+	b.PinnedFor = &value
 	return b
 }
