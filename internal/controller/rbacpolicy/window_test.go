@@ -48,9 +48,9 @@ func TestComputeStatusWindow(t *testing.T) {
 		reason  string
 		message string
 	}{
-		{"bound: with the time left", judged(&plan{decision: decisionApply, compiled: compiled}, window),
+		{"bound: with its end (an instant)", judged(&plan{decision: decisionApply, compiled: compiled}, window),
 			result{instance: instance(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "ok", "team-a")},
-			oriav1alpha1.ReasonBound, "view access to applications.argoproj.io for 1 subject in 1 namespace, until 2025-06-06T13:30:00Z (90m left)"},
+			oriav1alpha1.ReasonBound, "view access to applications.argoproj.io for 1 subject in 1 namespace, until 2025-06-06T13:30:00Z"},
 		{"the instance is pending: mirrored", judged(&plan{decision: decisionApply, compiled: compiled}, window),
 			result{instance: instance(metav1.ConditionFalse, oriav1alpha1.ReasonPending, "not yet")},
 			oriav1alpha1.ReasonPending, `ScopeInstance "rbacpolicy-devs": not yet`},
