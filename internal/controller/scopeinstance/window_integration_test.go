@@ -139,5 +139,5 @@ func TestWindowRefusedBySchema(t *testing.T) {
 	si.Spec.ExpiresAt = si.Spec.NotBefore
 	err := k8sClient.Create(context.Background(), si)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "spec.expiresAt must be later than spec.notBefore")
+	assert.Contains(t, err.Error(), "spec.expiresAt must be at least one whole second after spec.notBefore")
 }
