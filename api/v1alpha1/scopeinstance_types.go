@@ -36,7 +36,7 @@ const (
 // in the same state.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || size(self.namespaces) == 0 || !has(self.namespaceSelector)",message="namespaces and namespaceSelector are mutually exclusive: list the namespaces or select them by label, not both (with neither, the template is bound cluster-wide)",fieldPath=".namespaceSelector",reason=FieldValueForbidden
-// +kubebuilder:validation:XValidation:rule="!has(self.notBefore) || !has(self.expiresAt) || self.expiresAt > self.notBefore",message="spec.expiresAt must be later than spec.notBefore: the window would never open",fieldPath=".expiresAt",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.notBefore) || !has(self.expiresAt) || !(self.expiresAt >= timestamp('1970-01-01T00:00:00Z') && self.expiresAt <= timestamp('9999-12-31T23:59:59Z')) || timestamp(int(self.expiresAt) - 1) >= self.notBefore",message="spec.expiresAt must be at least one whole second after spec.notBefore once both are in whole seconds (notBefore rounded up, expiresAt rounded down, as oria applies them): this window would never open",fieldPath=".expiresAt",reason=FieldValueInvalid
 type ScopeInstanceSpec struct {
 	// scopeTemplateName is the name of the ScopeTemplate to bind.
 	// +required
@@ -91,17 +91,23 @@ type ScopeInstanceSpec struct {
 
 	// notBefore (RFC 3339) is when the grant starts: until then the
 	// instance has no bindings (Ready False, reason Pending). Absent: at
-	// once.
+	// once. Like expiresAt it must lie between 1970-01-01T00:00:00Z and
+	// 9999-12-31T23:59:59Z (in UTC, inclusive), and it is applied in whole
+	// seconds: a fraction rounds notBefore up and expiresAt down, never
+	// widening the window.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('1970-01-01T00:00:00Z') && self <= timestamp('9999-12-31T23:59:59Z')",message="must be an instant from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (RFC 3339; in UTC after its offset, inclusive): an instant outside does not round-trip (the zero time 0001-01-01T00:00:00Z reads as no bound)",reason=FieldValueInvalid
 	NotBefore *metav1.Time `json:"notBefore,omitempty"`
 
 	// expiresAt (RFC 3339) is when the grant ends: oria deletes the
 	// instance's bindings at that instant (Ready False, reason Expired,
 	// terminal; the instance stays as a record). Absent: never. Must be
-	// later than notBefore. Moving it later, or removing it, is a new
+	// at least one whole second after notBefore once both are in whole
+	// seconds (a window that would never open is refused). Moving it later, or removing it, is a new
 	// grant, checked by the escalation guard; moving it earlier always is
 	// admitted.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= timestamp('1970-01-01T00:00:00Z') && self <= timestamp('9999-12-31T23:59:59Z')",message="must be an instant from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (RFC 3339; in UTC after its offset, inclusive): an instant outside does not round-trip (the zero time 0001-01-01T00:00:00Z reads as no bound)",reason=FieldValueInvalid
 	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 }
 

@@ -26,6 +26,9 @@ import (
 // for a ScopeTemplate; binding.Selector and publish.Validate for a
 // ScopeInstance; policy.ValidateSubjects and the selector for an RBACPolicy.
 func SpecErrors(obj client.Object) []string {
+	if msg := emptyWindow(obj); msg != "" {
+		return []string{msg}
+	}
 	switch o := obj.(type) {
 	case *oriav1alpha1.ScopeTemplate:
 		if serr := binding.ValidateTemplate(o); serr != nil {

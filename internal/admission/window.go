@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,6 +23,31 @@ const windowWidened = "this change widens the grant's window (a later or removed
 func WidensWindow(old, obj client.Object) bool {
 	before, after, ok := windows(old, obj)
 	return ok && after.Widens(before)
+}
+
+// emptyWindow returns the refusal of a ScopeInstance or RBACPolicy whose
+// window is empty as compiled (binding.Window.Empty: no whole second
+// between notBefore rounded up and expiresAt rounded down), naming
+// spec.expiresAt; "" otherwise. The CRDs' rule refuses it first; this is
+// the same judgement in the controllers' own terms.
+func emptyWindow(obj client.Object) string {
+	var w binding.Window
+	var kind string
+	switch o := obj.(type) {
+	case *oriav1alpha1.ScopeInstance:
+		w, kind = binding.InstanceWindow(o.Spec), "ScopeInstance"
+	case *oriav1alpha1.RBACPolicy:
+		w, kind = binding.PolicyWindow(o.Spec), "RBACPolicy"
+	default:
+		return ""
+	}
+	if !w.Empty() {
+		return ""
+	}
+	c := w.Whole()
+	return invalidSpec(kind, obj.GetName(), oriav1alpha1.ReasonInvalidSpec, fmt.Sprintf(
+		"spec.expiresAt must be at least one whole second after spec.notBefore once both are in whole seconds (notBefore rounded up, expiresAt down, as oria applies them): "+
+			"the window would be from %s until %s and never open", binding.Stamp(c.NotBefore), binding.Stamp(c.ExpiresAt)))
 }
 
 // windows returns the windows of old and obj, when both are ScopeInstances

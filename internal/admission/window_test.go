@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +65,11 @@ func TestRevokesOnly(t *testing.T) {
 		{"policy: expiresAt earlier, access raised: checked", policy(nil, twoHours),
 			func() client.Object { o := policy(nil, hour); o.Spec.Access = oriav1alpha1.AccessAdmin; return o }(), false},
 		{"a template has no window", &oriav1alpha1.ScopeTemplate{}, &oriav1alpha1.ScopeTemplate{}, false},
+		// Windows compared as compiled, as instants (issue 40).
+		{"policy: expiresAt a fraction later, the same whole second: nothing widens", policy(nil, hour), policy(nil, at(time.Hour+500*time.Millisecond)), true},
+		{"policy: notBefore a fraction earlier, rounded up to the same second: nothing widens", policy(hour, nil), policy(at(time.Hour-500*time.Millisecond), nil), true},
+		{"policy: the zero time (the year-1 patch) is not an earlier end", policy(nil, twoHours), policy(nil, &metav1.Time{}), false},
+		{"instance: year 10000 is not a later start", instance(hour, nil, admin), instance(&metav1.Time{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, nil, admin), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := RevokesOnly(tc.old, tc.obj); got != tc.want {
@@ -119,5 +125,30 @@ func TestWidensWindow(t *testing.T) {
 				t.Errorf("WidensWindow = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestEmptyWindowIsASpecError: a window that never opens in whole seconds
+// is refused for everyone, naming spec.expiresAt (the CRDs' rule refuses it
+// first).
+func TestEmptyWindowIsASpecError(t *testing.T) {
+	ms := time.Millisecond
+	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "si"},
+		Spec: oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: "t", NotBefore: at(200 * ms), ExpiresAt: at(800 * ms)}}
+	p := &oriav1alpha1.RBACPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: "argocd", Access: oriav1alpha1.AccessView, NotBefore: at(900 * ms), ExpiresAt: at(1100 * ms)}}
+	for _, obj := range []client.Object{si, p} {
+		got := SpecErrors(obj)
+		if len(got) != 1 || !strings.Contains(got[0], "spec.expiresAt must be at least one whole second after spec.notBefore") ||
+			!strings.Contains(got[0], "refused for every user") {
+			t.Errorf("%s: SpecErrors = %q", obj.GetName(), got)
+		}
+	}
+	si.Spec.ExpiresAt = at(2 * time.Second)
+	p.Spec.ExpiresAt = at(2 * time.Second)
+	for _, obj := range []client.Object{si, p} {
+		if got := SpecErrors(obj); len(got) != 0 {
+			t.Errorf("%s: a window of a whole second: SpecErrors = %q", obj.GetName(), got)
+		}
 	}
 }

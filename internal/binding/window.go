@@ -77,14 +77,49 @@ func (w Window) At(now time.Time) (Phase, time.Duration) {
 	return WindowOpen, 0
 }
 
-// Widens reports whether w grants at some instant that old does not: its
-// notBefore is earlier than old's (or removed), or its expiresAt later
+// Widens reports whether w grants at some instant that old does not, both
+// judged as compiled (Whole: whole seconds, notBefore rounded up, expiresAt
+// down, clamped to the instants oria accepts) and compared as instants:
+// its notBefore is earlier than old's (or removed), or its expiresAt later
 // (or removed). Such a change is a grant, checked as any other; one that
-// does not widen (the same window, or a narrower one) only takes away.
+// does not widen (the same compiled window, or a narrower one) only takes
+// away. A bound of w outside [EarliestInstant, LatestInstant] that old does
+// not have is never a narrowing (the API server refuses it; the zero time
+// is not "earlier", whatever it compiles to).
 func (w Window) Widens(old Window) bool {
+	if strayBound(w.NotBefore, old.NotBefore) || strayBound(w.ExpiresAt, old.ExpiresAt) {
+		return true
+	}
+	w, old = w.Whole(), old.Whole()
 	earlier := old.NotBefore != nil && (w.NotBefore == nil || w.NotBefore.Before(old.NotBefore))
 	later := old.ExpiresAt != nil && (w.ExpiresAt == nil || old.ExpiresAt.Before(w.ExpiresAt))
 	return earlier || later
+}
+
+// strayBound reports whether b is a bound outside the instants oria
+// accepts that old is not (the same stray bound, unchanged, is no change).
+func strayBound(b, old *metav1.Time) bool {
+	if b == nil || !OutOfRange(b.Time) {
+		return false
+	}
+	return old == nil || !old.Equal(b)
+}
+
+// OutOfRange reports whether t lies outside [EarliestInstant,
+// LatestInstant], the instants oria accepts for a window's bound.
+func OutOfRange(t time.Time) bool {
+	return t.Before(oriav1alpha1.EarliestInstant) || t.After(oriav1alpha1.LatestInstant)
+}
+
+// Empty reports whether w, as compiled (Whole), never opens: both bounds
+// set and expiresAt not after notBefore once in whole seconds (a window
+// inside one second, such as S.200 to S.800, or one inverted by the
+// rounding). The API server refuses such a window; one stored before it
+// did grants nothing: it is Pending until its expiresAt, then Expired
+// (At).
+func (w Window) Empty() bool {
+	c := w.Whole()
+	return c.NotBefore != nil && c.ExpiresAt != nil && !c.ExpiresAt.After(c.NotBefore.Time)
 }
 
 // Intersect returns the window within both a and b: the later notBefore and
@@ -139,19 +174,21 @@ func Left(d time.Duration) string {
 	return "0s"
 }
 
-// Describe says when w grants, relative to now, for a status message:
-// "until 2025-06-06T18:00:00Z (5h left)", "from ... until ...", "" for a
-// window without bounds.
+// Describe says when w grants, for a status message, in instants only
+// (a message never holds a duration, which would go stale and cause a write
+// as time passes; kubectl oria says how long is left when it prints):
+// "until 2025-06-06T18:00:00Z", "from ... until ...", "expired at ...",
+// "" for a window without bounds. now only decides the phase.
 func (w Window) Describe(now time.Time) string {
 	switch phase, _ := w.At(now); {
 	case phase == WindowExpired:
 		return fmt.Sprintf("expired at %s", Stamp(w.ExpiresAt))
 	case phase == WindowPending && w.ExpiresAt != nil:
-		return fmt.Sprintf("from %s (in %s) until %s", Stamp(w.NotBefore), Left(w.NotBefore.Sub(now)), Stamp(w.ExpiresAt))
+		return fmt.Sprintf("from %s until %s", Stamp(w.NotBefore), Stamp(w.ExpiresAt))
 	case phase == WindowPending:
-		return fmt.Sprintf("from %s (in %s), with no end", Stamp(w.NotBefore), Left(w.NotBefore.Sub(now)))
+		return fmt.Sprintf("from %s, with no end", Stamp(w.NotBefore))
 	case w.ExpiresAt != nil:
-		return fmt.Sprintf("until %s (%s left)", Stamp(w.ExpiresAt), Left(w.ExpiresAt.Sub(now)))
+		return fmt.Sprintf("until %s", Stamp(w.ExpiresAt))
 	}
 	return ""
 }

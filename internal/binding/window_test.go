@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
 
 var t0 = time.Date(2025, 6, 6, 12, 0, 0, 0, time.UTC)
@@ -65,6 +67,16 @@ func TestWindowWidens(t *testing.T) {
 		{"moved later as a whole: the end widens", Window{NotBefore: at(0), ExpiresAt: at(time.Hour)}, Window{NotBefore: at(time.Hour), ExpiresAt: at(2 * time.Hour)}, true},
 		{"moved earlier as a whole: the start widens", Window{NotBefore: at(time.Hour), ExpiresAt: at(2 * time.Hour)}, Window{NotBefore: at(0), ExpiresAt: at(time.Hour)}, true},
 		{"an expired grant extended", Window{ExpiresAt: at(-time.Hour)}, Window{ExpiresAt: at(time.Hour)}, true},
+		// As compiled (whole seconds), compared as instants (issue 40).
+		{"expiresAt a fraction later, the same second: no change", Window{ExpiresAt: at(time.Hour)}, Window{ExpiresAt: at(time.Hour + 900*time.Millisecond)}, false},
+		{"notBefore a fraction earlier, the same compiled second: no change", Window{NotBefore: at(time.Second)}, Window{NotBefore: at(100 * time.Millisecond)}, false},
+		{"notBefore a fraction earlier, rounded up to the same second: no change", Window{NotBefore: at(0)}, Window{NotBefore: at(-100 * time.Millisecond)}, false},
+		{"notBefore into the second before, once rounded: widens", Window{NotBefore: at(0)}, Window{NotBefore: at(-1100 * time.Millisecond)}, true},
+		{"the zero time is not an earlier expiresAt", Window{ExpiresAt: at(2 * time.Hour)}, Window{ExpiresAt: &metav1.Time{}}, true},
+		{"the zero time is not a later notBefore either", Window{}, Window{NotBefore: &metav1.Time{}}, true},
+		{"year 10000 is not a later notBefore", Window{NotBefore: at(0)}, Window{NotBefore: &metav1.Time{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}, true},
+		{"a stray bound left as it was: no change", Window{ExpiresAt: &metav1.Time{}}, Window{ExpiresAt: &metav1.Time{}}, false},
+		{"the last instant accepted is a bound", Window{}, Window{ExpiresAt: &metav1.Time{Time: oriav1alpha1.LatestInstant}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.new.Widens(tc.old); got != tc.want {
@@ -97,16 +109,19 @@ func TestIntersectAndWhole(t *testing.T) {
 	}
 }
 
+// TestWindowDescribeAndLeft: Describe, for status, says instants only
+// (a duration would go stale); Left is for kubectl oria, which prints the
+// time left when it prints.
 func TestWindowDescribeAndLeft(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		got  string
 		want string
 	}{
-		{"open, with an end", Window{ExpiresAt: at(5*time.Hour + 59*time.Minute)}.Describe(t0), "until 2025-06-06T17:59:00Z (5h left)"},
+		{"open, with an end", Window{ExpiresAt: at(5*time.Hour + 59*time.Minute)}.Describe(t0), "until 2025-06-06T17:59:00Z"},
 		{"open, no end", Window{NotBefore: at(-time.Hour)}.Describe(t0), ""},
-		{"pending", Window{NotBefore: at(90 * time.Second), ExpiresAt: at(time.Hour)}.Describe(t0), "from 2025-06-06T12:01:30Z (in 90s) until 2025-06-06T13:00:00Z"},
-		{"pending, no end", Window{NotBefore: at(3 * 24 * time.Hour)}.Describe(t0), "from 2025-06-09T12:00:00Z (in 3d), with no end"},
+		{"pending", Window{NotBefore: at(90 * time.Second), ExpiresAt: at(time.Hour)}.Describe(t0), "from 2025-06-06T12:01:30Z until 2025-06-06T13:00:00Z"},
+		{"pending, no end", Window{NotBefore: at(3 * 24 * time.Hour)}.Describe(t0), "from 2025-06-09T12:00:00Z, with no end"},
 		{"expired", Window{ExpiresAt: at(-time.Second)}.Describe(t0), "expired at 2025-06-06T11:59:59Z"},
 		{"left: minutes", Left(119 * time.Minute), "119m"},
 		{"left: a second", Left(1500 * time.Millisecond), "1s"},
@@ -115,6 +130,32 @@ func TestWindowDescribeAndLeft(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if d := cmp.Diff(tc.want, tc.got); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestWindowEmpty: a window is judged as compiled; one that never opens in
+// whole seconds is empty.
+func TestWindowEmpty(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name string
+		w    Window
+		want bool
+	}{
+		{"no window", Window{}, false},
+		{"one bound", Window{ExpiresAt: at(0)}, false},
+		{"one whole second", Window{NotBefore: at(0), ExpiresAt: at(time.Second)}, false},
+		{"inside one second (S.200 to S.800): inverted once rounded", Window{NotBefore: at(200 * ms), ExpiresAt: at(800 * ms)}, true},
+		{"S.900 to S+1.100: empty once rounded", Window{NotBefore: at(900 * ms), ExpiresAt: at(1100 * ms)}, true},
+		{"a nanosecond past a second, to two seconds on: one second", Window{NotBefore: at(time.Nanosecond), ExpiresAt: at(2 * time.Second)}, false},
+		{"a nanosecond past a second, to one second on: empty", Window{NotBefore: at(time.Nanosecond), ExpiresAt: at(time.Second)}, true},
+		{"inverted", Window{NotBefore: at(time.Hour), ExpiresAt: at(time.Minute)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.w.Empty(); got != tc.want {
+				t.Errorf("Empty = %v, want %v", got, tc.want)
 			}
 		})
 	}

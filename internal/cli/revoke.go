@@ -81,10 +81,10 @@ var ErrNotStarted = errors.New("has not started")
 func RevokeAt(w binding.Window, now time.Time) (end *metav1.Time, already string, err error) {
 	switch phase, _ := w.At(now); phase {
 	case binding.WindowExpired:
-		return nil, w.Whole().Describe(now), nil
+		return nil, describeWindow(w.Whole(), now), nil
 	case binding.WindowPending:
 		return nil, "", fmt.Errorf("%w (%s): it grants nothing yet, and spec.expiresAt cannot come before spec.notBefore; "+
-			"delete it (--delete), or move spec.notBefore later", ErrNotStarted, w.Whole().Describe(now))
+			"delete it (--delete), or move spec.notBefore later", ErrNotStarted, describeWindow(w.Whole(), now))
 	}
 	return &metav1.Time{Time: now.Truncate(time.Second).UTC()}, "", nil
 }

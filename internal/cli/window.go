@@ -45,7 +45,7 @@ func windowOf(w binding.Window, now time.Time) *GrantWindow {
 		return nil
 	}
 	w = w.Whole()
-	out := &GrantWindow{NotBefore: w.NotBefore, ExpiresAt: w.ExpiresAt, Description: w.Describe(now)}
+	out := &GrantWindow{NotBefore: w.NotBefore, ExpiresAt: w.ExpiresAt, Description: describeWindow(w, now)}
 	switch phase, next := w.At(now); phase {
 	case binding.WindowPending:
 		out.State, out.TimeLeft = WindowPending, binding.Left(w.NotBefore.Sub(now))
@@ -60,6 +60,22 @@ func windowOf(w binding.Window, now time.Time) *GrantWindow {
 		}
 	}
 	return out
+}
+
+// describeWindow says when w grants, as kubectl oria prints it: the
+// instants of binding.Window.Describe (what status messages say), with how
+// long is left computed now, when it prints ("until
+// 2025-06-06T18:00:00Z (5h left)", "from ... (in 3h) until ...").
+func describeWindow(w binding.Window, now time.Time) string {
+	switch phase, _ := w.At(now); {
+	case phase == binding.WindowPending && w.ExpiresAt != nil:
+		return fmt.Sprintf("from %s (in %s) until %s", binding.Stamp(w.NotBefore), binding.Left(w.NotBefore.Sub(now)), binding.Stamp(w.ExpiresAt))
+	case phase == binding.WindowPending:
+		return fmt.Sprintf("from %s (in %s), with no end", binding.Stamp(w.NotBefore), binding.Left(w.NotBefore.Sub(now)))
+	case phase == binding.WindowOpen && w.ExpiresAt != nil:
+		return fmt.Sprintf("until %s (%s left)", binding.Stamp(w.ExpiresAt), binding.Left(w.ExpiresAt.Sub(now)))
+	}
+	return w.Describe(now)
 }
 
 // String is the window for a table cell ("" without one).

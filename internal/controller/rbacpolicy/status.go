@@ -35,8 +35,12 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 		st.APIs, st.Scope, st.BoundNamespaces, st.BoundNamespaceCount = nil, "", nil, 0
 		if p.phase == binding.WindowExpired {
 			// Whatever else is wrong, the grant is over.
-			ready(metav1.ConditionFalse, oriav1alpha1.ReasonExpired, fmt.Sprintf("the grant %s (spec.expiresAt): it grants nothing (also: %s: %s)",
-				p.window.Describe(p.now), p.reason, p.message))
+			also := fmt.Sprintf(" (also: %s: %s)", p.reason, p.message)
+			if p.reason == oriav1alpha1.ReasonPending {
+				also = "" // a window that never opened (neverOpens)
+			}
+			ready(metav1.ConditionFalse, oriav1alpha1.ReasonExpired, fmt.Sprintf("the grant %s (spec.expiresAt): it grants nothing%s",
+				p.window.Describe(p.now), also))
 			return st
 		}
 		ready(metav1.ConditionFalse, p.reason, p.message)

@@ -73,7 +73,8 @@ func TestTimeBoundPolicy(t *testing.T) {
 	granted := waitAccess(true)
 	t.Logf("access %s after notBefore", granted.Sub(notBefore.Time).Round(time.Millisecond))
 	assert.Less(t, granted.Sub(notBefore.Time), windowJitter)
-	waitMessage(t, p.Name, oriav1alpha1.ReasonBound, "s left)")
+	waitMessage(t, p.Name, oriav1alpha1.ReasonBound, "until "+expiresAt.UTC().Format(time.RFC3339))
+	assert.NotContains(t, readyMessage(waitReady(t, p.Name, oriav1alpha1.ReasonBound)), "left)", "a status message holds instants, never a duration")
 
 	revoked := waitAccess(false)
 	t.Logf("access revoked %s after expiresAt", revoked.Sub(expiresAt.Time).Round(time.Millisecond))

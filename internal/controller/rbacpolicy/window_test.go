@@ -48,9 +48,9 @@ func TestComputeStatusWindow(t *testing.T) {
 		reason  string
 		message string
 	}{
-		{"bound: with the time left", judged(&plan{decision: decisionApply, compiled: compiled}, window),
+		{"bound: with its end (an instant)", judged(&plan{decision: decisionApply, compiled: compiled}, window),
 			result{instance: instance(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "ok", "team-a")},
-			oriav1alpha1.ReasonBound, "view access to applications.argoproj.io for 1 subject in 1 namespace, until 2025-06-06T13:30:00Z (90m left)"},
+			oriav1alpha1.ReasonBound, "view access to applications.argoproj.io for 1 subject in 1 namespace, until 2025-06-06T13:30:00Z"},
 		{"the instance is pending: mirrored", judged(&plan{decision: decisionApply, compiled: compiled}, window),
 			result{instance: instance(metav1.ConditionFalse, oriav1alpha1.ReasonPending, "not yet")},
 			oriav1alpha1.ReasonPending, `ScopeInstance "rbacpolicy-devs": not yet`},
@@ -95,6 +95,53 @@ func TestWindowRequeue(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := r.windowRequeue(tc.p); got != tc.want {
 				t.Errorf("windowRequeue = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWindowThatNeverOpens (issue 40): a policy stored with a window that
+// is empty in whole seconds (S.200 to S.800, admitted before the API server
+// refused it) is not compiled and revokes what was: Pending until its
+// expiresAt, looking again then, and Expired from then on; never an error
+// retried for ever.
+func TestWindowThatNeverOpens(t *testing.T) {
+	policy := &oriav1alpha1.RBACPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "devs", UID: "puid", Generation: 2},
+		Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: "argocd", Access: oriav1alpha1.AccessView,
+			Subjects:  []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "developers"}},
+			NotBefore: at(time.Hour + 200*time.Millisecond), ExpiresAt: at(time.Hour + 800*time.Millisecond)},
+	}
+	for _, tc := range []struct {
+		name    string
+		now     time.Time
+		reason  string
+		message string
+		requeue time.Duration
+	}{
+		{"before: Pending, looking again at its expiresAt", t0, oriav1alpha1.ReasonPending,
+			"spec.notBefore and spec.expiresAt leave no whole second between them: as oria applies them (notBefore rounded up, expiresAt down) " +
+				"the window is from 2025-06-06T13:00:01Z until 2025-06-06T13:00:00Z, so it never opens and nothing is granted; Expired from spec.expiresAt on",
+			time.Hour},
+		{"after: Expired", t0.Add(time.Hour), oriav1alpha1.ReasonExpired,
+			"the grant expired at 2025-06-06T13:00:00Z (spec.expiresAt): it grants nothing", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newReconciler(Deps{}, Options{Now: func() time.Time { return tc.now }})
+			p, err := r.Gather(t.Context(), policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.decision != decisionRevoke || p.compiled.Instance != nil {
+				t.Fatalf("decision %v, compiled %v: want a revocation, nothing compiled", p.decision, p.compiled.Instance)
+			}
+			got := computeStatus(policy, p, result{}, nil)
+			want := []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionFalse, Reason: tc.reason, Message: tc.message, ObservedGeneration: 2}}
+			if d := cmp.Diff(want, got.Conditions, cmpopts.IgnoreFields(metav1.Condition{}, "LastTransitionTime")); d != "" {
+				t.Errorf("conditions (-want +got):\n%s", d)
+			}
+			if got := r.windowRequeue(p); got != tc.requeue {
+				t.Errorf("windowRequeue = %v, want %v", got, tc.requeue)
 			}
 		})
 	}

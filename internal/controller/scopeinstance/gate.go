@@ -45,6 +45,9 @@ type gatePlan struct {
 	cur *rbacv1.ClusterRole
 	// conflict names the role that holds the gate's name ("" when none).
 	conflict string
+	// missing are the roles the gate copies that do not exist (sorted): it
+	// holds none of their rules, and the instance says ClusterRoleNotFound.
+	missing []string
 }
 
 // filled reports whether the desired gate grants something.
@@ -117,8 +120,14 @@ func (r *Reconciler) gateBindPlan(ctx context.Context, si *oriav1alpha1.ScopeIns
 		return nil
 	}
 	sources, err := binding.GateSources(b.template, b.roles, func(name string) ([]rbacv1.PolicyRule, error) {
-		s, err := r.liveSource(ctx, name)
-		return s.Rules, err
+		role, err := r.roles.Get(ctx, name)
+		if err != nil || role == nil {
+			if err == nil {
+				b.gate.missing = append(b.gate.missing, name)
+			}
+			return nil, err
+		}
+		return role.Rules, nil
 	})
 	if err != nil {
 		return err

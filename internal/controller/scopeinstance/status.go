@@ -98,6 +98,12 @@ func boundStatus(st *oriav1alpha1.ScopeInstanceStatus, si *oriav1alpha1.ScopeIns
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonWaitingForRules, fmt.Sprintf(
 			"%d binding(s) of ClusterRole(s) %s wait until the role holds ScopeTemplate %q's current rules (no binding is made against rules not checked for it; %s)",
 			p.withheld, status.Enumerate(p.ahead, 10), p.template.Name, boundWhere(p, *st)))
+	case p.gate != nil && p.gate.want != nil && len(p.gate.missing) > 0:
+		// The instance reads the roles its gate copies itself: it knows
+		// at once, before the template's own recheck says so.
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound, fmt.Sprintf(
+			"ClusterRole(s) %s of ScopeTemplate %q do not exist: ClusterRole %q, the grant's gate, holds none of their rules, so its bindings grant nothing of them until they are created (%s)",
+			status.Enumerate(p.gate.missing, 10), p.template.Name, p.gate.want.Name, boundWhere(p, *st)))
 	case templateReason(p.template) == oriav1alpha1.ReasonClusterRoleNotFound:
 		c := meta.FindStatusCondition(p.template.Status.Conditions, oriav1alpha1.TypeReady)
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound,
@@ -108,6 +114,11 @@ func boundStatus(st *oriav1alpha1.ScopeInstanceStatus, si *oriav1alpha1.ScopeIns
 	case res.published.Conflict != "":
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, fmt.Sprintf(
 			"%s, but spec.publication: %s; oria leaves it as it is and looks again every %s", boundWhere(p, *st), res.published.Conflict, DefaultRecheckInterval))
+	case !p.targets.Cluster && len(st.BoundNamespaces) == 0 && len(p.targets.Namespaces) > 0 && p.gate != nil && p.gate.want != nil && !p.gate.filled():
+		// The gate holds no rule: the roles it copies have none.
+		ready(metav1.ConditionTrue, oriav1alpha1.ReasonBound, fmt.Sprintf(
+			"%d ClusterRole(s) bound in %d namespace(s) through ClusterRole %q, the grant's gate, which holds no rule: the roles it copies grant nothing now%s",
+			len(p.roles), len(p.targets.Namespaces), p.gate.want.Name, windowNote(pl)))
 	case !p.targets.Cluster && len(st.BoundNamespaces) == 0:
 		// A selector that matches nothing yet is a standing rule, not an
 		// error; it says so rather than claiming a grant.

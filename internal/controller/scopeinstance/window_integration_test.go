@@ -42,7 +42,8 @@ func waitBindings(t *testing.T, instance, role string, namespaces ...string) tim
 
 // TestTimeBoundInstance: an instance with a window of a few seconds is
 // Pending without bindings, Bound inside the window (within a few seconds of
-// notBefore, saying how long is left), then Expired with its bindings
+// notBefore, saying until when, an instant and never a duration that
+// would go stale), then Expired with its bindings
 // deleted (within a few seconds of expiresAt); Events mark the grant, the
 // warning and the expiry. Moving expiresAt later grants again.
 func TestTimeBoundInstance(t *testing.T) {
@@ -71,7 +72,9 @@ func TestTimeBoundInstance(t *testing.T) {
 	assert.False(t, bound.Before(notBefore.Time), "bound before notBefore")
 	assert.Less(t, bound.Sub(notBefore.Time), windowJitter, "bound too long after notBefore")
 	got := eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
-	assert.Contains(t, meta.FindStatusCondition(got.Status.Conditions, oriav1alpha1.TypeReady).Message, "s left)")
+	msg := meta.FindStatusCondition(got.Status.Conditions, oriav1alpha1.TypeReady).Message
+	assert.Contains(t, msg, "until "+expiresAt.UTC().Format(time.RFC3339))
+	assert.NotContains(t, msg, "left)", "a status message holds instants, never a duration")
 
 	gone := waitBindings(t, si.Name, role)
 	t.Logf("bindings deleted %s after expiresAt", gone.Sub(expiresAt.Time).Round(time.Millisecond))
@@ -136,5 +139,5 @@ func TestWindowRefusedBySchema(t *testing.T) {
 	si.Spec.ExpiresAt = si.Spec.NotBefore
 	err := k8sClient.Create(context.Background(), si)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "spec.expiresAt must be later than spec.notBefore")
+	assert.Contains(t, err.Error(), "spec.expiresAt must be at least one whole second after spec.notBefore")
 }

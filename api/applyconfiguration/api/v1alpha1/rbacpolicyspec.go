@@ -72,12 +72,16 @@ type RBACPolicySpecApplyConfiguration struct {
 	// ServiceAccount requires the right to impersonate it.
 	ServiceAccount *ServiceAccountReferenceApplyConfiguration `json:"serviceAccount,omitempty"`
 	// notBefore (RFC 3339) is when the grant starts: before it the policy
-	// grants nothing. Absent: at once.
+	// grants nothing. Absent: at once. Like expiresAt it must lie between
+	// 1970-01-01T00:00:00Z and 9999-12-31T23:59:59Z (in UTC, inclusive),
+	// and it is applied in whole seconds: a fraction rounds notBefore up
+	// and expiresAt down, never widening the window.
 	NotBefore *apismetav1.Time `json:"notBefore,omitempty"`
 	// expiresAt (RFC 3339) is when the grant ends: from then on the policy
 	// grants nothing, and its bindings are deleted (the policy stays, Ready
-	// False with reason Expired, as a record). Absent: never. Must be later
-	// than notBefore. Moving it later, or removing it, is a new grant,
+	// False with reason Expired, as a record). Absent: never. Must be at
+	// least one whole second after notBefore once both are in whole
+	// seconds (a window that would never open is refused). Moving it later, or removing it, is a new grant,
 	// checked by the escalation guard; moving it earlier always is
 	// admitted.
 	ExpiresAt *apismetav1.Time `json:"expiresAt,omitempty"`

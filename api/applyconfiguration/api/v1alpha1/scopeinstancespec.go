@@ -81,12 +81,16 @@ type ScopeInstanceSpecApplyConfiguration struct {
 	Publication *PublicationApplyConfiguration `json:"publication,omitempty"`
 	// notBefore (RFC 3339) is when the grant starts: until then the
 	// instance has no bindings (Ready False, reason Pending). Absent: at
-	// once.
+	// once. Like expiresAt it must lie between 1970-01-01T00:00:00Z and
+	// 9999-12-31T23:59:59Z (in UTC, inclusive), and it is applied in whole
+	// seconds: a fraction rounds notBefore up and expiresAt down, never
+	// widening the window.
 	NotBefore *metav1.Time `json:"notBefore,omitempty"`
 	// expiresAt (RFC 3339) is when the grant ends: oria deletes the
 	// instance's bindings at that instant (Ready False, reason Expired,
 	// terminal; the instance stays as a record). Absent: never. Must be
-	// later than notBefore. Moving it later, or removing it, is a new
+	// at least one whole second after notBefore once both are in whole
+	// seconds (a window that would never open is refused). Moving it later, or removing it, is a new
 	// grant, checked by the escalation guard; moving it earlier always is
 	// admitted.
 	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
