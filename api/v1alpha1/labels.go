@@ -119,6 +119,14 @@ const (
 	// oria reads nothing from it.
 	AnnotationReason = "oria.operatorframework.io/reason"
 
+	// AnnotationPlannedTemplate, on a ScopeInstance sent as a dry run only,
+	// holds the ScopeTemplate (JSON) that the same input creates before it:
+	// `kubectl oria plan -f` judges a file as `kubectl apply -f` would, where
+	// the template exists by the time the instance is written. The guard
+	// reads it on a dry run whose template does not exist, and nowhere
+	// else; nothing oria decides ever reads it.
+	AnnotationPlannedTemplate = "oria.operatorframework.io/planned-template"
+
 	// FieldOwner is the server-side apply field manager oria uses for every
 	// write, status included, except publications (see
 	// PublicationFieldOwnerPrefix).

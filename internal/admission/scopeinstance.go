@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -31,8 +32,8 @@ import (
 //
 // A publication is checked in either case (checkPublication): oria writes
 // the ConfigMap and restarts workloads with its own rights.
-func (g *Guard) checkInstance(ctx context.Context, user authenticationv1.UserInfo, si *oriav1alpha1.ScopeInstance) ([]string, error) {
-	grants, err := g.checkGrants(ctx, user, si)
+func (g *Guard) checkInstance(ctx context.Context, user authenticationv1.UserInfo, si *oriav1alpha1.ScopeInstance, planned *oriav1alpha1.ScopeTemplate) ([]string, error) {
+	grants, err := g.checkGrants(ctx, user, si, planned)
 	if err != nil {
 		return nil, err
 	}
@@ -43,13 +44,21 @@ func (g *Guard) checkInstance(ctx context.Context, user authenticationv1.UserInf
 	return append(grants, pub...), nil
 }
 
-// checkGrants checks what the instance's bindings grant.
-func (g *Guard) checkGrants(ctx context.Context, user authenticationv1.UserInfo, si *oriav1alpha1.ScopeInstance) ([]string, error) {
+// checkGrants checks what the instance's bindings grant. planned is the
+// template a dry run of the instance carries (plannedTemplate), used when
+// no template of that name exists; nil otherwise.
+func (g *Guard) checkGrants(ctx context.Context, user authenticationv1.UserInfo, si *oriav1alpha1.ScopeInstance, planned *oriav1alpha1.ScopeTemplate) ([]string, error) {
 	if sa := si.Spec.ServiceAccount; sa != nil {
 		return g.checkServiceAccount(ctx, user, *sa)
 	}
 	t := &oriav1alpha1.ScopeTemplate{}
-	if err := g.reader.Get(ctx, client.ObjectKey{Name: si.Spec.ScopeTemplateName}, t); err != nil {
+	err := g.reader.Get(ctx, client.ObjectKey{Name: si.Spec.ScopeTemplateName}, t)
+	if apierrors.IsNotFound(err) && planned != nil {
+		// A dry run of an instance whose template the same input creates
+		// first: judged as the write after the template's would be.
+		t, err = planned, nil
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			denied, err := g.authz.CheckBindAny(ctx, user, binding.InstanceGrants(si.Spec, []string{""}))
 			out := make([]string, len(denied))
@@ -67,4 +76,25 @@ func (g *Guard) checkGrants(ctx context.Context, user authenticationv1.UserInfo,
 		return nil, err
 	}
 	return messages(user, denials), nil
+}
+
+// plannedTemplate returns the template a dry run of si carries in its
+// AnnotationPlannedTemplate (kubectl oria plan -f: the same input creates
+// it first), when it is the template si names; nil on a real write (the
+// annotation is then ignored) or when it is absent or not that template.
+// A dry run persists nothing, so what it claims can only mislead its own
+// requester's plan, never grant.
+func plannedTemplate(dryRun bool, si *oriav1alpha1.ScopeInstance) (*oriav1alpha1.ScopeTemplate, error) {
+	raw, ok := si.Annotations[oriav1alpha1.AnnotationPlannedTemplate]
+	if !dryRun || !ok {
+		return nil, nil
+	}
+	t := &oriav1alpha1.ScopeTemplate{}
+	if err := json.Unmarshal([]byte(raw), t); err != nil {
+		return nil, fmt.Errorf("decoding annotation %s: %w", oriav1alpha1.AnnotationPlannedTemplate, err)
+	}
+	if t.Name != si.Spec.ScopeTemplateName {
+		return nil, nil
+	}
+	return t, nil
 }

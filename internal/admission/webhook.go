@@ -160,7 +160,7 @@ func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, err
 		ok, err := g.authz.Unrestricted(ctx, user)
 		unrestricted <- answer{ok, err}
 	}()
-	problems, err := g.checkRestricted(ctx, user, req.Kind.Kind, c, old, obj)
+	problems, err := g.checkRestricted(ctx, user, req.Kind.Kind, c, old, obj, req.DryRun != nil && *req.DryRun)
 	if u := <-unrestricted; u.err != nil || u.ok {
 		return nil, u.err
 	}
@@ -198,7 +198,7 @@ func (g *Guard) decode(req admission.Request) (old, obj client.Object, err error
 }
 
 // checkRestricted checks a change by a user who may not do everything.
-func (g *Guard) checkRestricted(ctx context.Context, user authenticationv1.UserInfo, kind string, c change, old, obj client.Object) ([]string, error) {
+func (g *Guard) checkRestricted(ctx context.Context, user authenticationv1.UserInfo, kind string, c change, old, obj client.Object, dryRun bool) ([]string, error) {
 	if problems, err := g.checkMetadata(ctx, user, kind, c, old, obj); err != nil || len(problems) > 0 {
 		return problems, err
 	}
@@ -213,7 +213,11 @@ func (g *Guard) checkRestricted(ctx context.Context, user authenticationv1.UserI
 		}
 		return g.checkTemplate(ctx, user, before, o)
 	case *oriav1alpha1.ScopeInstance:
-		return g.checkInstance(ctx, user, o)
+		planned, err := plannedTemplate(dryRun, o)
+		if err != nil {
+			return nil, err
+		}
+		return g.checkInstance(ctx, user, o, planned)
 	default:
 		return g.checkPolicy(ctx, user, o.(*oriav1alpha1.RBACPolicy))
 	}

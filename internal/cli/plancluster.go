@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -198,26 +199,34 @@ func ReadPlanState(ctx context.Context, c client.Reader) (*PlanState, error) {
 
 // PlanFile plans the objects of a file: for each, what applying it does
 // (create or update) and the guard's verdict on a dry run, then what it
-// grants (Plan) against the cluster as it is.
+// grants (Plan) against the cluster as it is. The file is judged as
+// `kubectl apply -f` applies it, in order: an instance of a template that
+// the file creates before it is judged against that template (the dry run
+// carries it in AnnotationPlannedTemplate, which the guard reads on dry
+// runs only).
 func PlanFile(ctx context.Context, c client.Client, objs []client.Object) (*PlanReport, error) {
 	var proposed []client.Object
 	var verdicts []PlannedObject
 	var notes []string
-	created := map[string]bool{} // templates the file creates
+	created := map[string]*oriav1alpha1.ScopeTemplate{} // templates the file creates, as the dry run stored them
 	for _, obj := range objs {
 		o, op, err := Proposed(ctx, c, obj)
 		if err != nil {
 			return nil, err
 		}
-		if t, ok := o.(*oriav1alpha1.ScopeTemplate); ok && op == ActionCreate {
-			created[t.Name] = true
+		judged := o
+		if si, ok := o.(*oriav1alpha1.ScopeInstance); ok && created[si.Spec.ScopeTemplateName] != nil {
+			if judged, err = withPlannedTemplate(si, created[si.Spec.ScopeTemplateName]); err != nil {
+				return nil, err
+			}
 		}
-		if si, ok := o.(*oriav1alpha1.ScopeInstance); ok && created[si.Spec.ScopeTemplateName] {
-			notes = append(notes, fmt.Sprintf("ScopeInstance %s binds ScopeTemplate %s, which this file creates: the dry run judges "+
-				"the instance against the cluster as it is, without the template; apply the template first, then plan the instance",
-				si.Name, si.Spec.ScopeTemplateName))
+		v, stored := DryRun(ctx, c, judged, op)
+		if t, ok := stored.(*oriav1alpha1.ScopeTemplate); ok && op == ActionCreate && v.Admitted {
+			created[t.Name] = t
 		}
-		v, stored := DryRun(ctx, c, o, op)
+		if judged != o {
+			stored = o
+		}
 		verdicts, proposed = append(verdicts, v), append(proposed, stored)
 	}
 	st, err := ReadPlanState(ctx, c)
@@ -232,4 +241,16 @@ func PlanFile(ctx context.Context, c client.Client, objs []client.Object) (*Plan
 	report := Plan(st, proposed, verdicts)
 	report.Notes = append(notes, report.Notes...)
 	return &report, nil
+}
+
+// withPlannedTemplate returns a copy of si carrying t (as the dry run of
+// the file's template stored it) in AnnotationPlannedTemplate.
+func withPlannedTemplate(si *oriav1alpha1.ScopeInstance, t *oriav1alpha1.ScopeTemplate) (*oriav1alpha1.ScopeInstance, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("encoding ScopeTemplate %q for the dry run of ScopeInstance %q: %w", t.Name, si.Name, err)
+	}
+	out := si.DeepCopy()
+	out.SetAnnotations(merge(out.GetAnnotations(), map[string]string{oriav1alpha1.AnnotationPlannedTemplate: string(b)}))
+	return out, nil
 }

@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/testutil"
+)
+
+// TestGateCannotBeNamed (issue 38, case 1): an admin's gated grant is
+// pending, so its gate is empty and "held" by anyone. D, who may write
+// oria's kinds, computes the gate's name and names it in a template of
+// their own: refused at admission for everyone (a spec error), whether the
+// role is referenced or inline, so D's instances in the victim namespace
+// and cluster-wide are never made.
+func TestGateCannotBeNamed(t *testing.T) {
+	testutil.NeedCluster(t)
+	ctx := context.Background()
+	user, as := delegate(t, "gate-namer")
+	victim := createNamespace(t, "victim", map[string]string{"gate-victim": user})
+	adminTmpl := testutil.ScopeTemplate(testutil.UniqueName("admin-grant"), []oriav1alpha1.ClusterRoleTemplate{{Name: "edit"}}, testutil.User("victim-user"))
+	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("gated")},
+		Spec: oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: adminTmpl.Name,
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"gate-victim": user}},
+			NotBefore:         &metav1.Time{Time: time.Now().Add(time.Hour).Truncate(time.Second)}}}
+	require.NoError(t, k8sClient.Create(ctx, adminTmpl))
+	require.NoError(t, k8sClient.Create(ctx, si))
+	cleanup(t, adminTmpl, si)
+	gate := binding.GateName(si.Name, string(si.UID))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NoError(c, k8sClient.Get(ctx, client.ObjectKey{Name: gate}, &rbacv1.ClusterRole{}))
+	}, time.Minute, 100*time.Millisecond, "the pending grant's gate exists, empty")
+
+	for _, roles := range [][]oriav1alpha1.ClusterRoleTemplate{
+		{{Name: gate}},
+		{{Name: gate, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}}},
+	} {
+		tmpl := testutil.ScopeTemplate(testutil.UniqueName("squat"), roles, testutil.User(user))
+		err := as.Create(ctx, tmpl)
+		if err == nil {
+			cleanup(t, tmpl)
+		}
+		refused(t, err, "is a gate's name", gate)
+	}
+	// Not even an admin may: a template naming a gate would bind whatever
+	// oria later copies into it.
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("squat"), []oriav1alpha1.ClusterRoleTemplate{{Name: gate}}, testutil.User(user))
+	err := k8sClient.Create(ctx, tmpl)
+	if err == nil {
+		cleanup(t, tmpl)
+	}
+	refused(t, err, "refused for every user, cluster admins included")
+	assert.False(t, can(t, testutil.Access{User: user, Verb: "create", Resource: "deployments", Group: "apps", Namespace: victim}))
+}
+
+// TestStatusWriteRefused (issue 38, case 4): a user with update on oria's
+// status subresources moves the pinned UID of a re-created namespace:
+// refused by the guard's ValidatingAdmissionPolicy, whatever the value.
+func TestStatusWriteRefused(t *testing.T) {
+	testutil.NeedCluster(t)
+	ctx := context.Background()
+	user := testutil.UniqueName("status-writer")
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{oriav1alpha1.GroupVersion.Group}, Resources: []string{"scopeinstances/status", "rbacpolicies/status", "scopetemplates/status"}, Verbs: []string{"update", "patch"}},
+		{APIGroups: []string{oriav1alpha1.GroupVersion.Group}, Resources: []string{"scopeinstances"}, Verbs: []string{"get"}},
+	}}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects: []rbacv1.Subject{testutil.User(user)}}
+	testutil.Create(t, k8sClient, role)
+	testutil.Create(t, k8sClient, crb)
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("pinned"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User(user))
+	ns := createNamespace(t, "pinned", nil)
+	si := scopeInstance(tmpl.Name, tmpl.Name, ns)
+	require.NoError(t, k8sClient.Create(ctx, tmpl))
+	require.NoError(t, k8sClient.Create(ctx, si))
+	cleanup(t, tmpl, si)
+	instanceReady(t, si, oriav1alpha1.ReasonBound, time.Minute)
+
+	as := impersonate(t, user)
+	cur := &oriav1alpha1.ScopeInstance{}
+	require.NoError(t, as.Get(ctx, client.ObjectKeyFromObject(si), cur))
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Status.NamespaceUIDs = map[string]string{ns: "forged"}
+	err := as.Status().Patch(ctx, cur, patch)
+	require.Error(t, err)
+	assert.True(t, apierrors.IsForbidden(err) || apierrors.IsInvalid(err), "%v", err)
+	assert.Contains(t, err.Error(), "the status of a ScopeInstance is written by oria alone")
+}
