@@ -99,12 +99,14 @@ func GateSources(t *oriav1alpha1.ScopeTemplate, roles []string, live func(name s
 }
 
 // GateRole returns the gate of inst standing for sources (sorted by name),
-// holding their rules when open and none otherwise. The rules are each
-// source's in turn, without repeats; an empty gate has nil rules.
+// holding their rules when open and none otherwise. Its first rule is its
+// seal (ownership.GateSeal), then each source's rules in turn, without
+// repeats; an empty gate holds its seal alone.
 func GateRole(inst *oriav1alpha1.ScopeInstance, sources []GateSource, open bool) *rbacv1.ClusterRole {
 	sources = slices.SortedFunc(slices.Values(sources), func(a, b GateSource) int { return strings.Compare(a.Name, b.Name) })
 	roleNames := make([]string, len(sources))
-	var rules []rbacv1.PolicyRule
+	name := GateName(inst.Name, string(inst.UID))
+	rules := []rbacv1.PolicyRule{ownership.GateSeal(name)}
 	for i, s := range sources {
 		roleNames[i] = s.Name
 		if !open {
@@ -119,7 +121,7 @@ func GateRole(inst *oriav1alpha1.ScopeInstance, sources []GateSource, open bool)
 	return &rbacv1.ClusterRole{
 		TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            GateName(inst.Name, string(inst.UID)),
+			Name:            name,
 			Labels:          ownership.GateLabels(inst.Name),
 			Annotations:     map[string]string{oriav1alpha1.AnnotationGateRoles: strings.Join(roleNames, ",")},
 			OwnerReferences: []metav1.OwnerReference{ownership.Ref(ownership.KindScopeInstance, inst.Name, inst.UID)},
@@ -129,11 +131,14 @@ func GateRole(inst *oriav1alpha1.ScopeInstance, sources []GateSource, open bool)
 }
 
 // NarrowGate returns want holding only the rules of want that cur already
-// holds: the gate of a grant that no checked template backs (a spec error)
-// may lose rules, never gain one.
+// holds, and its seal: the gate of a grant that no checked template backs
+// (a spec error) may lose rules, never gain one.
 func NarrowGate(want, cur *rbacv1.ClusterRole) *rbacv1.ClusterRole {
-	var kept []rbacv1.PolicyRule
+	kept := []rbacv1.PolicyRule{ownership.GateSeal(want.Name)}
 	for _, rule := range want.Rules {
+		if equality.Semantic.DeepEqual(rule, kept[0]) {
+			continue
+		}
 		if slices.ContainsFunc(cur.Rules, func(r rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(r, rule) }) {
 			kept = append(kept, rule)
 		}

@@ -9,6 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/ownership"
@@ -65,14 +66,15 @@ func TestGateRole(t *testing.T) {
 		OwnerReferences: []metav1.OwnerReference{ownership.Ref(ownership.KindScopeInstance, "team-a", "uid-1")},
 	}
 	typeMeta := metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}
+	seal := ownership.GateSeal(GateName("team-a", "uid-1"))
 	for _, tc := range []struct {
 		name string
 		open bool
 		want *rbacv1.ClusterRole
 	}{
-		{"open: every source's rules, sorted by source, once each", true,
-			&rbacv1.ClusterRole{TypeMeta: typeMeta, ObjectMeta: meta, Rules: []rbacv1.PolicyRule{pods, widgets}}},
-		{"closed: no rule, the same sources", false, &rbacv1.ClusterRole{TypeMeta: typeMeta, ObjectMeta: meta}},
+		{"open: the seal, then every source's rules, sorted by source, once each", true,
+			&rbacv1.ClusterRole{TypeMeta: typeMeta, ObjectMeta: meta, Rules: []rbacv1.PolicyRule{seal, pods, widgets}}},
+		{"closed: the seal alone, the same sources", false, &rbacv1.ClusterRole{TypeMeta: typeMeta, ObjectMeta: meta, Rules: []rbacv1.PolicyRule{seal}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := GateRole(inst, sources, tc.open)
@@ -91,7 +93,7 @@ func TestGateRole(t *testing.T) {
 	// does not change the gate.
 	got := GateRole(inst, sources, true)
 	sources[1].Rules[0].Verbs[0] = "delete"
-	if got.Rules[0].Verbs[0] != "get" {
+	if got.Rules[1].Verbs[0] != "get" {
 		t.Errorf("the gate shares its rules with a source")
 	}
 }
@@ -137,9 +139,32 @@ func TestNarrowGate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := NarrowGate(&rbacv1.ClusterRole{Rules: tc.want}, &rbacv1.ClusterRole{Rules: tc.cur})
-			if diff := cmp.Diff(tc.out, got.Rules); diff != "" {
+			want := append([]rbacv1.PolicyRule{ownership.GateSeal("")}, tc.out...)
+			if diff := cmp.Diff(want, got.Rules); diff != "" {
 				t.Errorf("NarrowGate (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestGateSeal: a gate, empty or filled, holds a permission only cluster
+// admins hold, so that nobody else may bind it (a RoleBinding of an empty
+// gate by a namespace admin gained the grant once oria filled it: the
+// sequence fuzzer's seeds 2387 and 226); the seal alone grants nothing.
+func TestGateSeal(t *testing.T) {
+	inst := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "uid-1"}}
+	pods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}
+	empty := GateRole(inst, []GateSource{{Name: "r", Rules: []rbacv1.PolicyRule{pods}}}, false)
+	full := GateRole(inst, []GateSource{{Name: "r", Rules: []rbacv1.PolicyRule{pods}}}, true)
+	if ownership.GateGrants(empty) || !ownership.GateGrants(full) {
+		t.Errorf("GateGrants: empty %v, full %v", ownership.GateGrants(empty), ownership.GateGrants(full))
+	}
+	admin := []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}
+	if ok, _ := rbacvalidation.Covers(admin, empty.Rules); ok {
+		t.Errorf("a namespace's every resource covers the empty gate %v: anyone admin of a namespace may bind it", empty.Rules)
+	}
+	clusterAdmin := append(admin, rbacv1.PolicyRule{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}})
+	if ok, _ := rbacvalidation.Covers(clusterAdmin, full.Rules); !ok {
+		t.Errorf("cluster-admin does not cover the gate %v", full.Rules)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"slices"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
@@ -59,7 +60,7 @@ func (p *planner) gatesOf(name string) []*rbacv1.ClusterRole {
 func (p *planner) deleteGates(owner string, gates []*rbacv1.ClusterRole, keep string) {
 	for _, g := range gates {
 		if g.Name != keep {
-			p.change(Change{Action: ActionDelete, Kind: "ClusterRole", Name: g.Name, Owner: owner, Detail: formatRules(g.Rules)})
+			p.change(Change{Action: ActionDelete, Kind: "ClusterRole", Name: g.Name, Owner: owner, Detail: formatRules(grantedBy(g))})
 		}
 	}
 }
@@ -138,10 +139,16 @@ func (p *planner) gateConflict(g gatedPlan) bool {
 
 // gateDetail describes a planned gate's rules.
 func gateDetail(gate *rbacv1.ClusterRole) string {
-	if len(gate.Rules) == 0 {
+	if !ownership.GateGrants(gate) {
 		return "no rule until spec.notBefore (stands for " + gate.Annotations[oriav1alpha1.AnnotationGateRoles] + ")"
 	}
-	return formatRules(gate.Rules)
+	return formatRules(grantedBy(gate))
+}
+
+// grantedBy returns the rules of a gate less its seal (ownership.GateSeal),
+// which grants nothing: what its bindings grant.
+func grantedBy(gate *rbacv1.ClusterRole) []rbacv1.PolicyRule {
+	return slices.DeleteFunc(slices.Clone(gate.Rules), ownership.IsGateSeal)
 }
 
 // gatedPlan is what the plan of a gated instance is built from.

@@ -26,11 +26,12 @@ func TestGateRoleKind(t *testing.T) {
 		upToDate bool
 	}{
 		{"filled as desired", filled.DeepCopy, filled, true},
-		{"empty as desired (no rules: nil and empty are the same)", func() *rbacv1.ClusterRole {
+		{"empty as desired (its seal alone)", empty.DeepCopy, empty, true},
+		{"empty without its seal (made by an earlier oria)", func() *rbacv1.ClusterRole {
 			c := empty.DeepCopy()
-			c.Rules = []rbacv1.PolicyRule{}
+			c.Rules = nil
 			return c
-		}, empty, true},
+		}, empty, false},
 		{"to be emptied", filled.DeepCopy, empty, false},
 		{"to be filled", empty.DeepCopy, filled, false},
 		{"a rule someone added", func() *rbacv1.ClusterRole {

@@ -178,18 +178,23 @@ func GateRoleKind() Kind[*rbacv1.ClusterRole] {
 }
 
 // EmptyGates removes the rules (and any aggregationRule) of the gates, as
-// the caller read them, that have some: their bindings then grant nothing,
+// the caller read them, that have some, all but the seal (ownership.GateSeal:
+// an empty gate is not bindable by everyone): their bindings then grant nothing,
 // at once, before the bindings and the gates themselves are deleted. One
 // update each (GateRoleKind); a gate already empty costs nothing.
 func EmptyGates(ctx context.Context, w *Writer, gates []*rbacv1.ClusterRole) []Outcome {
 	var want []*rbacv1.ClusterRole
 	cached := map[types.NamespacedName]*rbacv1.ClusterRole{}
 	for _, g := range gates {
-		if g == nil || (len(g.Rules) == 0 && g.AggregationRule == nil) {
+		if g == nil {
+			continue
+		}
+		sealed := []rbacv1.PolicyRule{ownership.GateSeal(g.Name)}
+		if equality.Semantic.DeepEqual(g.Rules, sealed) && g.AggregationRule == nil {
 			continue
 		}
 		empty := g.DeepCopy()
-		empty.Rules, empty.AggregationRule = nil, nil
+		empty.Rules, empty.AggregationRule = sealed, nil
 		want = append(want, empty)
 		cached[Key(g)] = g
 	}

@@ -19,6 +19,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -92,7 +93,7 @@ func watchGateWrites(t *testing.T, gate, instance string) *gateWrites {
 			}
 			w.mu.Lock()
 			switch {
-			case ev.Type == watch.Modified && len(role.Rules) == 0 && w.emptied == 0:
+			case ev.Type == watch.Modified && !ownership.GateGrants(role) && w.emptied == 0:
 				w.emptied = rv(role)
 			case ev.Type == watch.Deleted:
 				w.gateGone = rv(role)

@@ -88,7 +88,7 @@ func (r *Reconciler) gateBindings(gate string, c Claim) ([]string, error) {
 // until their deletions bring it back, and the API server is not asked.
 func (r *Reconciler) waitForBindings(cached *rbacv1.ClusterRole) bool {
 	c, ok := ClaimOf(KindClusterRole, cached)
-	if !ok || !isGateClaim(KindClusterRole, c) || len(cached.Rules) > 0 || cached.AggregationRule != nil {
+	if !ok || !isGateClaim(KindClusterRole, c) || ownership.GateGrants(cached) || cached.AggregationRule != nil {
 		return false
 	}
 	left, err := r.gateBindings(cached.Name, c)

@@ -51,7 +51,7 @@ type gatePlan struct {
 }
 
 // filled reports whether the desired gate grants something.
-func (g *gatePlan) filled() bool { return g != nil && g.want != nil && len(g.want.Rules) > 0 }
+func (g *gatePlan) filled() bool { return g != nil && g.want != nil && ownership.GateGrants(g.want) }
 
 // gateFirstNow reports whether the gate is written before the bindings: it
 // does not exist yet, or it is to grant nothing. (A gate no longer wanted
