@@ -72,10 +72,6 @@ OLM_VERSIONS := $(patsubst hack/tools/olm-%,%,$(wildcard hack/tools/olm-v*))
 olm: ## Build (once, cached outside the clone) OLM v1: operator-controller and catalogd v1.2.0 and v1.5.1, for test/olm.
 	@for v in $(OLM_VERSIONS); do hack/olm.sh $$v >/dev/null || exit 1; done
 
-.PHONY: promtool
-promtool: ## Build (once, cached outside the clone) promtool, which test/e2e runs the example alerts through.
-	@hack/promtool.sh >/dev/null
-
 ##@ Run
 
 # `make run` stops (oria, then the local control plane) on Ctrl-C and on SIGINT or SIGTERM sent
@@ -139,8 +135,8 @@ undeploy: ## Remove what `make deploy` installed (the CRDs too, and with them ev
 ##@ Test
 
 .PHONY: test
-test: controlplane olm promtool verify ## Everything, deterministically: checks, unit (fuzz seeds and committed findings included), integration (envtest) and end-to-end tests.
-	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" ORIA_PROMTOOL="$$(hack/promtool.sh)" go test $(GO_TEST_FLAGS) ./...
+test: controlplane olm verify ## Everything, deterministically: checks, unit (fuzz seeds and committed findings included), integration (envtest) and end-to-end tests.
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test $(GO_TEST_FLAGS) ./...
 
 # How long `make fuzz` explores each fuzz target (five targets). `make test` runs no exploration:
 # plain `go test` runs each target's seeds (f.Add) and the committed findings under

@@ -1,7 +1,7 @@
 // Package docs holds oria's documentation. Its test keeps the YAML examples
 // honest: each one must be, verbatim, a file under config/ — a sample of
 // config/samples (which the end-to-end tests apply to a real cluster) or
-// the example alerts of config/prometheus (which they run through promtool)
+// the example alerts of config/prometheus (which they check as promtool does)
 // — so the docs cannot rot.
 package docs
 

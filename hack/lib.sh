@@ -1,4 +1,4 @@
-# What hack/controlplane.sh, hack/olm.sh and hack/promtool.sh share: each
+# What hack/controlplane.sh and hack/olm.sh share: each
 # builds tools from the Go module proxy once, into a cache directory outside
 # the clone keyed by version, and prints where they are. Sourced, not run.
 

@@ -17,7 +17,7 @@ fi
 
 go vet ./... || fail=1
 
-for mod in . hack/tools/controlplane hack/tools/etcd hack/tools/controller-gen hack/tools/olm-v* hack/tools/promtool; do
+for mod in . hack/tools/controlplane hack/tools/etcd hack/tools/controller-gen hack/tools/olm-v*; do
   if ! (cd "$mod" && go mod tidy -diff >/dev/null); then
     echo "verify: go mod tidy needed in $mod (run: (cd $mod && go mod tidy))" >&2
     fail=1

@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -32,9 +30,10 @@ import (
 type alerts map[string][]map[string]string
 
 // TestExampleAlerts runs the user guide's example alerts
-// (config/prometheus/alerts.yaml) through promtool against oria's real
-// /metrics, scraped while a scenario on the running oria goes from a
-// healthy cluster to bad states and back:
+// (config/prometheus/alerts.yaml) through promtool's checks (in-process,
+// alerts_promql_test.go) against oria's real /metrics, scraped while a
+// scenario on the running oria goes from a healthy cluster to bad states
+// and back:
 //   - a ScopeInstance waiting for its ceiling ServiceAccount while a
 //     namespace is labelled into its selector (ServiceAccountNotFound);
 //   - a ScopeInstance listing a namespace that does not exist;
@@ -45,7 +44,7 @@ type alerts map[string][]map[string]string
 //   - for a moment, a ValidatingAdmissionPolicy refusing oria's
 //     RoleBindings (write errors: an event).
 //
-// Each scrape becomes 30 minutes of promtool input series (the value held
+// Each scrape becomes 30 minutes of input series (the value held
 // for 30 one-minute samples), and the alerts are evaluated 5 minutes into
 // each scrape's block: an alert with for: 15m fires when its state stood in
 // the scrape before and this one (taken at least a recheck apart), a rate
@@ -53,7 +52,6 @@ type alerts map[string][]map[string]string
 func TestExampleAlerts(t *testing.T) {
 	testutil.NeedCluster(t)
 	ctx := context.Background()
-	promtool := promtoolPath(t)
 	rules := alertRules(t)
 	var scrapes []string
 	shot := func() {
@@ -156,7 +154,7 @@ func TestExampleAlerts(t *testing.T) {
 	// the accepted ceiling); put right (no alert: the wait for the
 	// ServiceAccount is not a slow binding); still right.
 	want := []alerts{nil, {}, refused, bad, {}, {}}
-	runPromtool(t, promtool, rules, scrapes, want)
+	requireAlerts(t, rules, scrapes, want)
 }
 
 // refusedWrites makes the API server refuse oria's RoleBindings for a
@@ -268,20 +266,6 @@ func waitHealthy(t *testing.T) {
 	}, 2*time.Minute, 500*time.Millisecond, "a healthy cluster to start from and end at")
 }
 
-// promtoolPath returns $ORIA_PROMTOOL, or builds (once, cached outside the
-// clone) promtool with hack/promtool.sh.
-func promtoolPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("ORIA_PROMTOOL"); p != "" {
-		return p
-	}
-	cmd := exec.Command("bash", filepath.Join(localcluster.RepoRoot(), "hack", "promtool.sh"))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "hack/promtool.sh")
-	return strings.TrimSpace(string(out))
-}
-
 // alertRule is what the test reads of a rule.
 type alertRule struct {
 	Alert       string            `json:"alert"`
@@ -290,8 +274,7 @@ type alertRule struct {
 }
 
 // alertRules writes the rule groups of config/prometheus/alerts.yaml (a
-// PrometheusRule) as a Prometheus rules file, checks it with promtool and
-// returns its path.
+// PrometheusRule) as a Prometheus rules file and returns its path.
 func alertRules(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(localcluster.RepoRoot(), "config", "prometheus", "alerts.yaml"))
@@ -312,8 +295,7 @@ func alertRules(t *testing.T) string {
 }
 
 // rulesOf reads the alerting rules back from the rules file.
-func rulesOf(t *testing.T, path string) []alertRule {
-	t.Helper()
+func rulesOf(t require.TestingT, path string) []alertRule {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	var file struct {

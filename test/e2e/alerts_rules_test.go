@@ -1,25 +1,25 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/yaml"
 )
 
-// block is how many one-minute samples of promtool input series one scrape
-// stands for; alerts are evaluated evalOffset minutes into a block.
+// block is how many one-minute samples of input series one scrape stands
+// for; alerts are evaluated evalOffset minutes into a block.
 const (
 	block      = 30
 	evalOffset = 5
@@ -59,11 +59,9 @@ func parseScrape(t require.TestingT, body string) map[string]float64 {
 	return out
 }
 
-// inputSeries turns scrapes into promtool input series: scrape k's value
-// for samples [k*block, (k+1)*block), missing ("_") where a scrape lacks the
-// series.
-func inputSeries(t *testing.T, scrapes []string) []map[string]string {
-	t.Helper()
+// inputSeries turns scrapes into input series: scrape k's value for samples
+// [k*block, (k+1)*block), missing ("_") where a scrape lacks the series.
+func inputSeries(t require.TestingT, scrapes []string) []inputLine {
 	parsed := make([]map[string]float64, len(scrapes))
 	all := map[string]bool{}
 	for i, s := range scrapes {
@@ -72,7 +70,7 @@ func inputSeries(t *testing.T, scrapes []string) []map[string]string {
 			all[k] = true
 		}
 	}
-	var out []map[string]string
+	var out []inputLine
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		var values []string
 		for _, p := range parsed {
@@ -85,60 +83,62 @@ func inputSeries(t *testing.T, scrapes []string) []map[string]string {
 				values = append(values, token)
 			}
 		}
-		out = append(out, map[string]string{"series": name, "values": strings.Join(values, " ")})
+		out = append(out, inputLine{series: name, values: strings.Join(values, " ")})
 	}
 	return out
 }
 
-// runPromtool checks the rules file with promtool, then runs promtool's
-// rule unit tests on the scrapes: at evalOffset minutes into the block of
-// scrape k, for every alerting rule, exactly want[k][alert] fire (each with
-// the rule's labels and annotations). want[0] is not checked (no scrape
-// before it).
-func runPromtool(t *testing.T, promtool, rules string, scrapes []string, want []alerts) {
-	t.Helper()
+// checkAlerts checks the rules file as `promtool check rules` does, then
+// runs the rule unit tests of `promtool test rules` on the scrapes (see
+// alerts_promql_test.go): at evalOffset minutes into the block of scrape k,
+// for every alerting rule, exactly want[k][alert] fire (each with the
+// rule's labels and annotations). want[0] is not checked (no scrape before
+// it). It returns the failures, and the number of checks made.
+func checkAlerts(t require.TestingT, rules string, scrapes []string, want []alerts) ([]error, int) {
 	require.Len(t, want, len(scrapes))
-	out, err := exec.Command(promtool, "check", "rules", rules).CombinedOutput()
-	require.NoError(t, err, "promtool check rules:\n%s", out)
-
+	if errs := checkRules(rules); errs != nil {
+		return append([]error{fmt.Errorf("checking %s", rules)}, errs...), 0
+	}
 	rs := rulesOf(t, rules)
 	for k := range want {
 		for name := range want[k] {
 			require.True(t, slices.ContainsFunc(rs, func(r alertRule) bool { return r.Alert == name }), "no alert %s in the rules", name)
 		}
 	}
-	var checks []map[string]any
+	var checks []alertCheck
 	for k := 1; k < len(scrapes); k++ {
 		for _, r := range rs {
-			exp := []map[string]any{}
+			if r.Alert == "" {
+				continue // a recording rule
+			}
+			c := alertCheck{at: time.Duration(k*block+evalOffset) * time.Minute, alert: r.Alert}
 			for _, labels := range want[k][r.Alert] {
 				l := maps.Clone(r.Labels)
+				if l == nil {
+					l = map[string]string{}
+				}
 				maps.Copy(l, labels)
-				exp = append(exp, map[string]any{"exp_labels": l, "exp_annotations": r.Annotations})
+				c.want = append(c.want, firing{labels: l, annotations: r.Annotations})
 			}
-			checks = append(checks, map[string]any{
-				"eval_time": fmt.Sprintf("%dm", k*block+evalOffset), "alertname": r.Alert, "exp_alerts": exp,
-			})
+			checks = append(checks, c)
 		}
 	}
-	test := map[string]any{
-		"rule_files":          []string{rules},
-		"evaluation_interval": "1m",
-		"tests": []map[string]any{{
-			"interval":        "1m",
-			"input_series":    inputSeries(t, scrapes),
-			"alert_rule_test": checks,
-		}},
+	return testRules(rules, time.Minute, inputSeries(t, scrapes), checks), len(checks)
+}
+
+// requireAlerts is checkAlerts that fails the test on a failure, keeping
+// the input series in the temporary directory to look at.
+func requireAlerts(t *testing.T, rules string, scrapes []string, want []alerts) {
+	t.Helper()
+	errs, n := checkAlerts(t, rules, scrapes, want)
+	if errs != nil {
+		var b strings.Builder
+		for _, s := range inputSeries(t, scrapes) {
+			fmt.Fprintf(&b, "%s %s\n", s.series, s.values)
+		}
+		keep := filepath.Join(os.TempDir(), "oria-alerts-series.txt")
+		_ = os.WriteFile(keep, []byte(b.String()), 0o644)
+		t.Fatalf("the example alerts (input series kept in %s):\n%v", keep, errors.Join(errs...))
 	}
-	b, err := yaml.Marshal(test)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "oria-alerts-test.yaml")
-	require.NoError(t, os.WriteFile(path, b, 0o644))
-	out, err = exec.Command(promtool, "test", "rules", path).CombinedOutput()
-	if err != nil {
-		keep := filepath.Join(os.TempDir(), "oria-alerts-test.yaml")
-		_ = os.WriteFile(keep, b, 0o644)
-		t.Fatalf("promtool test rules (input kept in %s):\n%s", keep, out)
-	}
-	t.Logf("promtool test rules: %d scrapes, %d checks: %s", len(scrapes), len(checks), strings.TrimSpace(string(out)))
+	t.Logf("example alerts: %d scrapes, %d checks passed", len(scrapes), n)
 }
