@@ -1,0 +1,134 @@
+package seqfuzz
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/operator-framework/oria/internal/testutil"
+)
+
+// fixedSeeds are the sequences `make test` runs: deterministic (no random
+// exploration), a few minutes in all. The finder seeds (findings.go) are
+// among them.
+func fixedSeeds() []uint64 {
+	seeds := append([]uint64(nil), regressionSeeds...)
+	for _, f := range finderSeeds {
+		seeds = append(seeds, f.Seed)
+	}
+	return seeds
+}
+
+// Environment of the exploration (make fuzz-sequences):
+// ORIA_SEQFUZZ_TIME explores new seeds for that long; ORIA_SEQFUZZ_SEEDS
+// (comma-separated) runs those seeds instead; ORIA_SEQFUZZ_SHRINK is the
+// time a failure's shrinking may take (default 5m, 0: none).
+const (
+	envTime   = "ORIA_SEQFUZZ_TIME"
+	envSeeds  = "ORIA_SEQFUZZ_SEEDS"
+	envShrink = "ORIA_SEQFUZZ_SHRINK"
+)
+
+// TestSequences runs the fixed seeds. Each fails with its seed, its
+// violations and the shortest sequence found that still fails.
+func TestSequences(t *testing.T) {
+	testutil.NeedCluster(t)
+	for _, seed := range fixedSeeds() {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runSeed(t, seed, shrinkBudget(2*time.Minute))
+		})
+	}
+}
+
+// TestExploreSequences explores new seeds for ORIA_SEQFUZZ_TIME (or runs
+// ORIA_SEQFUZZ_SEEDS); skipped when neither is set.
+func TestExploreSequences(t *testing.T) {
+	testutil.NeedCluster(t)
+	if seeds := os.Getenv(envSeeds); seeds != "" {
+		for _, s := range strings.Split(seeds, ",") {
+			seed, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", envSeeds, err)
+			}
+			t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runSeed(t, seed, shrinkBudget(5*time.Minute)) })
+		}
+		return
+	}
+	d, err := time.ParseDuration(os.Getenv(envTime))
+	if err != nil || d <= 0 {
+		t.Skipf("set %s (make fuzz-sequences FUZZTIME=10m) to explore", envTime)
+	}
+	base := uint64(time.Now().UnixNano())
+	t.Logf("exploring for %s from seed %d", d, base)
+	ctx := context.Background()
+	deadline := time.Now().Add(d)
+	var seqs, steps int
+	var failures []string
+	began := time.Now()
+	for i := uint64(0); time.Now().Before(deadline); i++ {
+		seed := base + i
+		res, err := Run(ctx, env, seed, Generate(seed))
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		seqs, steps = seqs+1, steps+res.Ran
+		t.Logf("seed %d: %d steps, %s, %d violations", seed, res.Ran, res.Duration.Round(100*time.Millisecond), len(res.Violations))
+		if res.Failed() {
+			failures = append(failures, report(t, res, shrinkBudget(5*time.Minute)))
+		}
+	}
+	minutes := time.Since(began).Minutes()
+	t.Logf("explored %d sequences, %d steps in %s (%.1f sequences and %.1f steps a minute), %d violating",
+		seqs, steps, time.Since(began).Round(time.Second), float64(seqs)/minutes, float64(steps)/minutes, len(failures))
+	for _, f := range failures {
+		t.Error(f)
+	}
+}
+
+func runSeed(t *testing.T, seed uint64, budget time.Duration) {
+	seq := Generate(seed)
+	t.Logf("seed %d:\n%s", seed, seq)
+	res, err := Run(context.Background(), env, seed, seq)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	t.Log(res)
+	if res.Failed() {
+		t.Error(report(t, res, budget))
+	}
+}
+
+// report shrinks a failing run and describes it: the seed, the violations
+// and the shortest sequence that still fails, with its log.
+func report(t *testing.T, res *Result, budget time.Duration) string {
+	small := res
+	if budget > 0 {
+		small = Shrink(context.Background(), env, res, budget, t.Logf)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "VIOLATION, seed %d (replay: %s=%d make fuzz-sequences)\n", res.Seed, envSeeds, res.Seed)
+	for _, v := range res.Violations {
+		fmt.Fprintf(&b, "  %s\n", v)
+	}
+	fmt.Fprintf(&b, "shortest failing sequence found (%d of %d steps):\n", small.Ran, len(res.Seq))
+	for _, l := range small.Log {
+		fmt.Fprintf(&b, "    %s\n", l)
+	}
+	for _, v := range small.Violations {
+		fmt.Fprintf(&b, "  %s\n", v)
+	}
+	return b.String()
+}
+
+func shrinkBudget(def time.Duration) time.Duration {
+	if s := os.Getenv(envShrink); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			return d
+		}
+	}
+	return def
+}
