@@ -66,6 +66,11 @@ func Generate(seed uint64) Sequence {
 	down := false
 	grants, objects := 0, 0
 	for len(seq) < n {
+		if m := motif(r); m != nil {
+			seq = append(seq, m...)
+			grants, objects = grants+1, objects+1
+			continue
+		}
 		op := drawOp(r, total)
 		if len(seq) == 0 && r.IntN(3) > 0 {
 			op = OpAdminGrant // the attacker usually plays against a grant
@@ -114,6 +119,9 @@ func drawOp(r *rand.Rand, total int) Op {
 // admin grants are often gated, a persona's grant often names a gate.
 func bias(r *rand.Rand, s *Step) {
 	s.E %= 2 // grant#0 or grant#1
+	if r.IntN(3) == 0 {
+		s.E = latest
+	}
 	switch s.Op {
 	case OpAdminRevoke, OpAdminDeleteTemplate, OpAdminWindow, OpCAnnotate, OpCSquat, OpCLabel:
 		s.A %= 2
@@ -138,4 +146,45 @@ func bias(r *rand.Rand, s *Step) {
 	case OpDWindow, OpSPinUIDs, OpSObservedGen:
 		s.A %= 4
 	}
+}
+
+// latest, as a step's object or grant index, is the one made last.
+const latest = -1
+
+// motif returns, now and then, a short run of steps that meet in the
+// way an attacker needs them to (their parameters still random), instead
+// of one step: the plain draw makes those orders too rarely for a
+// sequence of a few steps (issue 38's cases 3 and 4 are one sequence in
+// 200 to 300 without them).
+//   - re-created namespace: a grant listing a namespace (D's to herself
+//     in d, or an admin's to V in v1), the admin re-creates that namespace,
+//     then a persona writes to the grant (a window-only patch, the status,
+//     metadata, the namespaces).
+//   - gate: an admin's gated grant (a selector, pending), D names its gate
+//     in a template, time passes.
+func motif(r *rand.Rand) Sequence {
+	rnd := func() Step {
+		return Step{A: r.IntN(16), B: r.IntN(16), C: r.IntN(16), D: r.IntN(16), E: latest, F: r.IntN(16)}
+	}
+	switch x := r.IntN(100); {
+	case x < 12:
+		grant, recreate := rnd(), rnd()
+		grant.C, recreate.Op = 0, OpAdminRecreateNS // [d] for D, [v1] for an admin
+		if r.IntN(2) == 0 {
+			grant.Op, grant.A, grant.B, grant.D, grant.F = OpDGrant, r.IntN(3), 0, r.IntN(2)*2, r.IntN(2)
+			recreate.A = 0 // d
+		} else {
+			grant.Op, grant.D = OpAdminGrant, 0
+			recreate.A = 2 // v1
+		}
+		write := rnd()
+		write.A, write.Op = latest, pick([]Op{OpDWindow, OpDWindow, OpSPinUIDs, OpSPinUIDs, OpSObservedGen, OpDMeta, OpDNamespaces}, r.IntN(7))
+		return Sequence{grant, recreate, write}
+	case x < 18:
+		grant, name := rnd(), rnd()
+		grant.Op, grant.C, grant.D = OpAdminGrant, 2, 1
+		name.Op, name.A, name.F = OpDGrant, 3, r.IntN(2)
+		return Sequence{grant, name, {Op: OpSleep}}
+	}
+	return nil
 }

@@ -31,6 +31,8 @@ const (
 	envTime   = "ORIA_SEQFUZZ_TIME"
 	envSeeds  = "ORIA_SEQFUZZ_SEEDS"
 	envShrink = "ORIA_SEQFUZZ_SHRINK"
+	// envVerbose logs every explored run's steps, not only the failing ones.
+	envVerbose = "ORIA_SEQFUZZ_VERBOSE"
 )
 
 // TestSequences runs the fixed seeds. Each fails with its seed, its
@@ -76,7 +78,11 @@ func TestExploreSequences(t *testing.T) {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		seqs, steps = seqs+1, steps+res.Ran
-		t.Logf("seed %d: %d steps, %s, %d violations", seed, res.Ran, res.Duration.Round(100*time.Millisecond), len(res.Violations))
+		if os.Getenv(envVerbose) != "" {
+			t.Log(res)
+		} else {
+			t.Logf("seed %d: %d steps, %s, %d violations", seed, res.Ran, res.Duration.Round(100*time.Millisecond), len(res.Violations))
+		}
 		if res.Failed() {
 			failures = append(failures, report(t, res, shrinkBudget(5*time.Minute)))
 		}

@@ -68,7 +68,16 @@ var (
 	namespaceKeys = []string{"d", "n", "v1", "v2"}
 )
 
+// pick resolves a choice: i modulo len(s); latest (-1) is the last.
 func pick[T any](s []T, i int) T { return s[((i%len(s))+len(s))%len(s)] }
+
+// ref names a grant or object index in a description.
+func ref(i int) string {
+	if i == latest {
+		return "-latest"
+	}
+	return fmt.Sprint(i)
+}
 
 func (s Step) String() string {
 	switch s.Op {
@@ -80,11 +89,11 @@ func (s Step) String() string {
 		}
 		return fmt.Sprintf("admin: grant V %s via %s, %s, window %s", what, via, pick(adminTargets, s.C), pick(windowChoices, s.D))
 	case OpAdminRevoke:
-		return fmt.Sprintf("admin: delete grant#%d", s.A)
+		return fmt.Sprintf("admin: delete grant#%s", ref(s.A))
 	case OpAdminDeleteTemplate:
-		return fmt.Sprintf("admin: delete the template of grant#%d", s.A)
+		return fmt.Sprintf("admin: delete the template of grant#%s", ref(s.A))
 	case OpAdminWindow:
-		return fmt.Sprintf("admin: window of grant#%d: %s", s.A, pick(edgeChoices, s.B))
+		return fmt.Sprintf("admin: window of grant#%s: %s", ref(s.A), pick(edgeChoices, s.B))
 	case OpAdminRecreateNS:
 		return fmt.Sprintf("admin: delete namespace %s and create it again", pick(namespaceKeys, s.A))
 	case OpAdminRestoreBase:
@@ -93,36 +102,36 @@ func (s Step) String() string {
 		return fmt.Sprintf("admin: toggle the selector label of namespace %s", pick(namespaceKeys, s.A))
 	case OpDGrant:
 		return fmt.Sprintf("D: template [%s] for %s (template name: %s), instance %s, window %s", dRole(s), pick(subjectChoices, s.B),
-			pick([]string{"new", "new", fmt.Sprintf("grant#%d's template's", s.E)}, s.F), pick(dTargets, s.C), pick(windowChoices, s.D))
+			pick([]string{"new", "new", fmt.Sprintf("grant#%s's template's", ref(s.E))}, s.F), pick(dTargets, s.C), pick(windowChoices, s.D))
 	case OpDInstanceOf:
-		return fmt.Sprintf("D: instance of grant#%d's template in %s", s.A, pick(dTargets, s.C))
+		return fmt.Sprintf("D: instance of grant#%s's template in %s", ref(s.A), pick(dTargets, s.C))
 	case OpDWindow:
-		return fmt.Sprintf("D: window-only patch of object#%d: %s", s.A, pick(edgeChoices, s.B))
+		return fmt.Sprintf("D: window-only patch of object#%s: %s", ref(s.A), pick(edgeChoices, s.B))
 	case OpDNamespaces:
-		return fmt.Sprintf("D: namespaces of object#%d := %v", s.A, pick(nsListChoices, s.B))
+		return fmt.Sprintf("D: namespaces of object#%s := %v", ref(s.A), pick(nsListChoices, s.B))
 	case OpDDelete:
-		return fmt.Sprintf("D: delete object#%d", s.A)
+		return fmt.Sprintf("D: delete object#%s", ref(s.A))
 	case OpDMeta:
-		return fmt.Sprintf("D: metadata of object#%d: %s", s.A, pick(metaChoices, s.B))
+		return fmt.Sprintf("D: metadata of object#%s: %s", ref(s.A), pick(metaChoices, s.B))
 	case OpDPolicy:
 		return fmt.Sprintf("D: RBACPolicy extension %s for %s in %s, window %s", pick(policyAccess[:2], s.A), pick(subjectChoices, s.B),
 			pick(dTargets, s.C), pick(windowChoices, s.D))
 	case OpNBind:
 		role := pick(nRoleChoices, s.A)
 		if strings.HasSuffix(role, "grant") {
-			role += fmt.Sprintf("#%d", s.E)
+			role += "#" + ref(s.E)
 		}
 		return fmt.Sprintf("N: RoleBinding in n of %s to %s", role, pick(nSubjects, s.B))
 	case OpCAnnotate:
-		return fmt.Sprintf("C: annotate the gate of grant#%d gate-roles=%q", s.A, pick(gateAnnots, s.B))
+		return fmt.Sprintf("C: annotate the gate of grant#%s gate-roles=%q", ref(s.A), pick(gateAnnots, s.B))
 	case OpCSquat:
-		return fmt.Sprintf("C: create a ClusterRole named as the gate of grant#%d", s.A)
+		return fmt.Sprintf("C: create a ClusterRole named as the gate of grant#%s", ref(s.A))
 	case OpCLabel:
-		return fmt.Sprintf("C: grant#%d's %s", s.A, pick(cLabelChoices, s.B))
+		return fmt.Sprintf("C: grant#%s's %s", ref(s.A), pick(cLabelChoices, s.B))
 	case OpSPinUIDs:
-		return fmt.Sprintf("S: status.namespaceUIDs of instance#%d := the namespaces' current UIDs", s.A)
+		return fmt.Sprintf("S: status.namespaceUIDs of instance#%s := the namespaces' current UIDs", ref(s.A))
 	case OpSObservedGen:
-		return fmt.Sprintf("S: status.observedGeneration of instance#%d := generation-1", s.A)
+		return fmt.Sprintf("S: status.observedGeneration of instance#%s := generation-1", ref(s.A))
 	case OpOriaStop:
 		return "oria: stop"
 	case OpOriaStart:
@@ -136,7 +145,7 @@ func (s Step) String() string {
 func dRole(s Step) string {
 	r := pick(dRoleChoices, s.A)
 	if strings.HasSuffix(r, "grant") {
-		r += fmt.Sprintf("#%d", s.E)
+		r += "#" + ref(s.E)
 	}
 	return r
 }
