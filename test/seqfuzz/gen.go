@@ -159,7 +159,9 @@ const latest = -1
 //   - re-created namespace: a grant listing a namespace (D's to herself
 //     in d, or an admin's to V in v1), the admin re-creates that namespace,
 //     then a persona writes to the grant (a window-only patch, the status,
-//     metadata, the namespaces).
+//     metadata, the namespaces), and sometimes something makes oria look
+//     at it again (a restart, an event on the namespace): a write of the
+//     status alone does not.
 //   - gate: an admin's gated grant (a selector, pending), D names its gate
 //     in a template, time passes.
 func motif(r *rand.Rand) Sequence {
@@ -179,7 +181,14 @@ func motif(r *rand.Rand) Sequence {
 		}
 		write := rnd()
 		write.A, write.Op = latest, pick([]Op{OpDWindow, OpDWindow, OpSPinUIDs, OpSPinUIDs, OpSObservedGen, OpDMeta, OpDNamespaces}, r.IntN(7))
-		return Sequence{grant, recreate, write}
+		seq := Sequence{grant, recreate, write}
+		switch r.IntN(4) {
+		case 0: // oria lists everything again when it starts
+			seq = append(seq, Step{Op: OpOriaStop}, Step{Op: OpOriaStart})
+		case 1: // an event on the namespace
+			seq = append(seq, Step{Op: OpAdminToggleLabel, A: recreate.A})
+		}
+		return seq
 	case x < 18:
 		grant, name := rnd(), rnd()
 		grant.Op, grant.C, grant.D = OpAdminGrant, 2, 1

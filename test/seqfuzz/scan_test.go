@@ -27,14 +27,15 @@ var shapes = map[string][]func(Step) bool{
 		func(s Step) bool { return s.Op == OpAdminRecreateNS && pick(namespaceKeys, s.A) == "d" },
 		func(s Step) bool { return s.Op == OpDWindow },
 	},
-	// 4: D delegates to herself in d, the admin re-creates d, then S
-	// writes the namespaces' UIDs.
+	// 4: D delegates to herself in d, the admin re-creates d, S writes the
+	// namespaces' UIDs, then oria starts or the namespace changes.
 	"case4": {
 		func(s Step) bool {
 			return s.Op == OpDGrant && s.A%len(dRoleChoices) < 3 && s.B%3 == 0 && s.C%len(dTargets) == 0
 		},
 		func(s Step) bool { return s.Op == OpAdminRecreateNS && pick(namespaceKeys, s.A) == "d" },
 		func(s Step) bool { return s.Op == OpSPinUIDs },
+		func(s Step) bool { return s.Op == OpOriaStart || s.Op == OpAdminToggleLabel },
 	},
 }
 

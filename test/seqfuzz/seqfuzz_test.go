@@ -120,7 +120,10 @@ func report(t *testing.T, res *Result, budget time.Duration) string {
 	for _, v := range res.Violations {
 		fmt.Fprintf(&b, "  %s\n", v)
 	}
-	fmt.Fprintf(&b, "shortest failing sequence found (%d of %d steps):\n", small.Ran, len(res.Seq))
+	if small == res {
+		return b.String() + "(not shrunk; the run's steps are logged above)"
+	}
+	fmt.Fprintf(&b, "shortest failing sequence found: %d of the %d steps, replayed:\n", len(small.Seq), len(res.Seq))
 	for _, l := range small.Log {
 		fmt.Fprintf(&b, "    %s\n", l)
 	}
