@@ -1,18 +1,39 @@
 package seqfuzz
 
-// Finder is a seed whose sequence found a case of an issue on the commit
-// it was found on.
+// Finder is a seed whose sequence found a case on the commit it was found
+// on.
 type Finder struct {
 	Seed uint64
 	// Case names the case; Found is the violation the seed produced before
-	// the case was fixed (after the fix, the sequence must pass).
+	// the case was fixed. After the fix the sequence must pass.
 	Case, Found string
+	// Shape is the order of steps the case needs (scan_test.go's shapes).
+	Shape string
 }
 
-// finderSeeds found the cases of issue 38 on 41e95b3 (before its fix).
-// They are expected to FAIL until the guard refuses those paths, and to
-// pass from then on: they stay in the fixed list as regressions.
-var finderSeeds = []Finder{}
+// finderSeeds found the cases of issue 38 on 41e95b3, before their fix.
+// They FAIL until the guard (or the controller) refuses those paths, and
+// must pass from then on: they stay in the fixed list as regressions. A
+// change of the generator changes every seed's sequence: check that each
+// still has its shape (TestScanSeeds, TestFinderShapes) and still finds
+// its case on a commit without the fix, or find new seeds.
+var finderSeeds = []Finder{
+	{Seed: 3, Shape: "case1", Case: "issue 38 case 1: D names an admin's gate (oria-window-<instance>-<hash of UID>) in a template while it is " +
+		"empty (the grant is pending) and binds it cluster-wide to herself; both are admitted",
+		Found: "after step 3 (notBefore passed, oria filled the gate): ESCALATION: D may get secrets in v1, in v2 and cluster-wide"},
+	{Seed: 28, Shape: "case3", Case: "issue 38 case 3: D binds admin to herself in d (admitted); the admin deletes d and creates it again; " +
+		"D's window-only patch (spec.expiresAt +1y) is admitted as a narrowing and oria pins the new d",
+		Found: "after step 6: ESCALATION: D may create deployments in d, D may get secrets in d"},
+	{Seed: 48, Shape: "case4", Case: "issue 38 case 4: D binds edit to herself in d; the admin re-creates d (NamespaceRecreated); S patches " +
+		"status.namespaceUIDs with the new d's UID; oria starts again and binds in the new d",
+		Found: "after step 6 (oria started): ESCALATION: D may create deployments in d, D may get secrets in d"},
+	{Seed: 96, Shape: "case4", Case: "issue 38 case 4, oria running: as seed 48, the reconcile that binds made by an event on the namespace " +
+		"(the admin labels d) instead of a restart",
+		Found: "after step 8: ESCALATION: D may create deployments in d, D may get secrets in d"},
+	{Seed: 9, Shape: "case4gen", Case: "issue 38 case 4, through another status field: S sets status.observedGeneration to generation-1 on D's " +
+		"instance in a re-created d; at oria's next reconcile (a restart) the spec looks unobserved and oria pins the new d",
+		Found: "after step 6 (oria started): ESCALATION: D may create deployments in d, D may get secrets in d"},
+}
 
 // regressionSeeds are seeds that passed when they were added: a spread of
 // the steps the generator makes.

@@ -34,10 +34,13 @@ var weights = map[Op]int{
 	OpSleep:               6,
 }
 
-// Lengths of a sequence: short, since windows run in real time.
+// Lengths of a sequence: short, since windows run in real time. A motif
+// drawn near the end runs past maxSteps (motifMax: its steps and oria's
+// start at the end).
 const (
 	minSteps = 6
 	maxSteps = 10
+	motifMax = 6
 )
 
 // needs says what a step refers to: an admin grant, or an oria object (an

@@ -37,6 +37,31 @@ var shapes = map[string][]func(Step) bool{
 		func(s Step) bool { return s.Op == OpSPinUIDs },
 		func(s Step) bool { return s.Op == OpOriaStart || s.Op == OpAdminToggleLabel },
 	},
+	// 4 through observedGeneration: as 4, S writes status.observedGeneration.
+	"case4gen": {
+		func(s Step) bool {
+			return s.Op == OpDGrant && s.A%len(dRoleChoices) < 3 && s.B%3 == 0 && s.C%len(dTargets) == 0
+		},
+		func(s Step) bool { return s.Op == OpAdminRecreateNS && pick(namespaceKeys, s.A) == "d" },
+		func(s Step) bool { return s.Op == OpSObservedGen },
+		func(s Step) bool { return s.Op == OpOriaStart || s.Op == OpAdminToggleLabel },
+	},
+}
+
+// TestFinderShapes: every finder seed's sequence still has the shape of
+// its case (a change of the generator changes every seed's sequence).
+func TestFinderShapes(t *testing.T) {
+	for _, f := range finderSeeds {
+		shape, ok := shapes[f.Shape]
+		if !ok {
+			t.Errorf("seed %d: no shape %q", f.Seed, f.Shape)
+			continue
+		}
+		if !hasShape(Generate(f.Seed), shape) {
+			t.Errorf("seed %d no longer has the shape of %s: the generator changed; find a new seed (ORIA_SEQFUZZ_SCAN=%s)\n%s",
+				f.Seed, f.Case, f.Shape, Generate(f.Seed))
+		}
+	}
 }
 
 // hasShape reports whether seq has the steps of shape, in that order.
