@@ -35,6 +35,11 @@ var finderSeeds = []Finder{
 		Found: "after step 6 (oria started): ESCALATION: D may create deployments in d, D may get secrets in d"},
 }
 
-// regressionSeeds are seeds that passed when they were added: a spread of
-// the steps the generator makes.
-var regressionSeeds = []uint64{}
+// regressionSeeds passed when they were added (on 41e95b3): a spread of
+// the steps the generator makes, each 10 to 25 s.
+var regressionSeeds = []uint64{
+	1795871357401153963, // oria stopped and started (twice), an admin write refused while the guard is down, N binds edit to V, S writes the UIDs of a selector instance
+	1795871357401153939, // D narrows an admin's instance to d, names its gate in a gated template, C annotates a gate that does not exist
+	1795871357401153943, // an admin's gated policy and cluster-wide instance, oria down across notBefore, window edits refused while down and as invalid
+	1795871357401153946, // C squats the gate name of an admin's cluster-wide policy, the admin deletes it, D's writes on what is gone
+}
