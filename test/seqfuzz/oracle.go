@@ -46,16 +46,21 @@ func (p Probe) String() string {
 type Violation struct {
 	Probe
 	Liveness bool
-	// Step is the 1-based step after which it was seen (0: at the end).
+	// Step is the 1-based step after which it was seen (0: at the end of
+	// the run, after time passed the admin grants' close window instants).
 	Step int
 	Why  string
 }
 
 func (v Violation) String() string {
-	if v.Liveness {
-		return fmt.Sprintf("after step %d: LIVENESS: %s is denied, though %s grants it", v.Step, v.Probe, v.Why)
+	at := fmt.Sprintf("after step %d", v.Step)
+	if v.Step == 0 {
+		at = "at the end"
 	}
-	return fmt.Sprintf("after step %d: ESCALATION: %s, and no admin RBAC, admin grant or delegation allows it", v.Step, v.Probe)
+	if v.Liveness {
+		return fmt.Sprintf("%s: LIVENESS: %s is denied, though %s grants it", at, v.Probe, v.Why)
+	}
+	return fmt.Sprintf("%s: ESCALATION: %s, and no admin RBAC, admin grant or delegation allows it", at, v.Probe)
 }
 
 // access is the SubjectAccessReview of a probe in world w.

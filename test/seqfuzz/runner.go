@@ -71,12 +71,8 @@ func Run(ctx context.Context, e *Env, seed uint64, seq Sequence) (*Result, error
 			break
 		}
 	}
-	if !res.Failed() && !e.Oria.Running() {
-		if err := e.Oria.Start(ctx); err != nil {
-			return nil, err
-		}
-		m.OriaStarted = e.Oria.StartedAt
-		v, err := w.Quiet(ctx, m, 0)
+	if !res.Failed() {
+		v, err := w.finish(ctx, m, res)
 		if err != nil {
 			return nil, err
 		}
@@ -84,6 +80,48 @@ func Run(ctx context.Context, e *Env, seed uint64, seq Sequence) (*Result, error
 	}
 	res.Duration = time.Since(began)
 	return res, nil
+}
+
+// finishWindow is how far ahead the end of a run still waits for an admin
+// grant's window instant.
+const finishWindow = 20 * time.Second
+
+// finish is the run's last quiet points: oria runs, and time has passed
+// the admin grants' window instants that were close (what a pending grant
+// does at notBefore is often the point).
+func (w *World) finish(ctx context.Context, m *Model, res *Result) ([]Violation, error) {
+	if !w.env.Oria.Running() {
+		if err := w.env.Oria.Start(ctx); err != nil {
+			return nil, err
+		}
+		m.OriaStarted = w.env.Oria.StartedAt
+		res.Log = append(res.Log, "end: oria started")
+	}
+	for range 3 {
+		v, err := w.Quiet(ctx, m, 0)
+		if err != nil || len(v) > 0 {
+			return v, err
+		}
+		d := m.nextEdge(time.Now())
+		if !m.edgeAhead(time.Now(), finishWindow) {
+			return nil, nil
+		}
+		time.Sleep(d)
+		res.Log = append(res.Log, fmt.Sprintf("end: slept %s, past a window instant", d.Round(100*time.Millisecond)))
+	}
+	return w.Quiet(ctx, m, 0)
+}
+
+// edgeAhead reports whether an admin grant has a window instant within d.
+func (m *Model) edgeAhead(now time.Time, d time.Duration) bool {
+	for _, g := range m.Grants {
+		for _, t := range []*time.Time{g.NB, g.EA} {
+			if t != nil && t.After(now) && t.Before(now.Add(d)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // suffix is a short random tag (runs of one seed never share names).
