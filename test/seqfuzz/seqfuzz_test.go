@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,8 +36,10 @@ func finder(seed uint64) (Finder, bool) {
 
 // Environment of the exploration (make fuzz-sequences):
 // ORIA_SEQFUZZ_TIME explores new seeds for that long; ORIA_SEQFUZZ_SEEDS
-// (comma-separated) runs those seeds instead; ORIA_SEQFUZZ_SHRINK is the
-// time a failure's shrinking may take (default 5m, 0: none).
+// (comma-separated, or "other" for otherFindings) runs those seeds instead;
+// ORIA_SEQFUZZ_SHRINK is the time shrinking may take (0: none; by default 5m
+// for a seed given; for an exploration, 10m in all, the first failure of
+// each kind, at most 4m each).
 const (
 	envTime   = "ORIA_SEQFUZZ_TIME"
 	envSeeds  = "ORIA_SEQFUZZ_SEEDS"
@@ -75,6 +78,13 @@ func TestSequences(t *testing.T) {
 func TestExploreSequences(t *testing.T) {
 	testutil.NeedCluster(t)
 	if seeds := os.Getenv(envSeeds); seeds != "" {
+		if seeds == "other" { // the findings beyond the fixed list
+			seeds = ""
+			for _, f := range otherFindings {
+				seeds += fmt.Sprintf("%d,", f.Seed)
+			}
+			seeds = strings.TrimSuffix(seeds, ",")
+		}
 		for _, s := range strings.Split(seeds, ",") {
 			seed, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 			if err != nil {
@@ -93,7 +103,7 @@ func TestExploreSequences(t *testing.T) {
 	ctx := context.Background()
 	deadline := time.Now().Add(d)
 	var seqs, steps int
-	var failures []string
+	var failed []*Result
 	began := time.Now()
 	for i := uint64(0); time.Now().Before(deadline); i++ {
 		seed := base + i
@@ -102,21 +112,44 @@ func TestExploreSequences(t *testing.T) {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		seqs, steps = seqs+1, steps+res.Ran
-		if os.Getenv(envVerbose) != "" {
+		if res.Failed() || os.Getenv(envVerbose) != "" {
 			t.Log(res)
 		} else {
-			t.Logf("seed %d: %d steps, %s, %d violations", seed, res.Ran, res.Duration.Round(100*time.Millisecond), len(res.Violations))
+			t.Logf("seed %d: %d steps, %s, no violation", seed, res.Ran, res.Duration.Round(100*time.Millisecond))
 		}
 		if res.Failed() {
-			failures = append(failures, report(t, res, shrinkBudget(5*time.Minute)))
+			failed = append(failed, res)
 		}
 	}
-	minutes := time.Since(began).Minutes()
+	explored := time.Since(began)
 	t.Logf("explored %d sequences, %d steps in %s (%.1f sequences and %.1f steps a minute), %d violating",
-		seqs, steps, time.Since(began).Round(time.Second), float64(seqs)/minutes, float64(steps)/minutes, len(failures))
-	for _, f := range failures {
-		t.Error(f)
+		seqs, steps, explored.Round(time.Second), float64(seqs)/explored.Minutes(), float64(steps)/explored.Minutes(), len(failed))
+	// Shrink the first failure of each kind (the same probes violated),
+	// within one budget for all.
+	budget := shrinkBudget(10 * time.Minute)
+	shrunk := map[string]uint64{}
+	for _, res := range failed {
+		sig := signature(res)
+		if first, ok := shrunk[sig]; ok {
+			t.Errorf("VIOLATION, seed %d: the same probes as seed %d (not shrunk):\n%s", res.Seed, first, res)
+			continue
+		}
+		shrunk[sig] = res.Seed
+		start := time.Now()
+		t.Error(report(t, res, min(budget, 4*time.Minute)))
+		budget -= time.Since(start)
 	}
+}
+
+// signature is what kind of failure a run found: its violated probes,
+// the namespace incarnations aside.
+func signature(res *Result) string {
+	var parts []string
+	for _, v := range res.Violations {
+		parts = append(parts, fmt.Sprintf("%v/%s/%d/%s", v.Liveness, v.Subject, v.Cap, v.NS))
+	}
+	slices.Sort(parts)
+	return strings.Join(slices.Compact(parts), " ")
 }
 
 func runSeed(t *testing.T, seed uint64, budget time.Duration) {
