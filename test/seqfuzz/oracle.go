@@ -97,11 +97,13 @@ func (w *World) askAll(ctx context.Context, ps []Probe) ([]bool, error) {
 
 // Oracle timing: a quiet point settles, then asks until the answers agree
 // with the model, at most escalationWait for an escalation to go away and
-// livenessWait for a grant to take effect.
+// livenessWait for a grant to take effect. Both are generous: make test
+// runs this package beside the others on two cores, and a wait costs time
+// only when something is wrong.
 var (
 	settle         = time.Second
-	escalationWait = 5 * time.Second
-	livenessWait   = 10 * time.Second
+	escalationWait = 8 * time.Second
+	livenessWait   = 20 * time.Second
 )
 
 // Quiet judges the world at a quiet point: it returns the violations that
