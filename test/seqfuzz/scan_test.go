@@ -46,6 +46,16 @@ var shapes = map[string][]func(Step) bool{
 		func(s Step) bool { return s.Op == OpSObservedGen },
 		func(s Step) bool { return s.Op == OpOriaStart || s.Op == OpAdminToggleLabel },
 	},
+	// N binds an admin's gated grant of the extension's API with a plain
+	// RoleBinding while the gate is empty (Kubernetes' escalation check
+	// passes: an empty role grants nothing), no guard involved.
+	"nbind": {
+		func(s Step) bool {
+			gadgets := s.A%2 == 1 && s.B%3 < 2 || s.A%2 == 0 && s.B%len(adminRoleChoices) == 4
+			return s.Op == OpAdminGrant && s.C%len(adminTargets) == 2 && s.D%len(windowChoices) == 1 && gadgets
+		},
+		func(s Step) bool { return s.Op == OpNBind && s.A%len(nRoleChoices) == 0 && s.E == latest && s.B%2 == 0 },
+	},
 }
 
 // TestFinderShapes: every finder seed's sequence still has the shape of
