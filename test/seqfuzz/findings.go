@@ -50,6 +50,12 @@ var otherFindings = []Finder{
 	{Seed: 96, Case: "issue 38 case 4, oria running: as seed 48, the reconcile that binds made by an event on the namespace " +
 		"(the admin labels d) instead of a restart",
 		Found: "after step 8: ESCALATION: D may create deployments in d, D may get secrets in d"},
+	{Seed: 2387, Shape: "nbind", Case: "issue 38 case 1 without oria's kinds: N, admin of n only, binds an admin's pending gate " +
+		"(ScopeInstance, extension edit, over a selector) with a plain RoleBinding in n; Kubernetes admits it (an empty role " +
+		"grants nothing to escalate) and the guard never sees it; at notBefore oria fills the gate",
+		Found: "after step 4 (notBefore passed): ESCALATION: N may create gadgets in n"},
+	{Seed: 226, Shape: "nbind", Case: "as seed 2387, the gate of an admin's pending gated RBACPolicy (extension admin)",
+		Found: "after step 4: ESCALATION: N may create gadgets in n"},
 	{Seed: 1795871357401153948, Case: "a pending gated grant whose template the admin deleted is filled at notBefore anyway " +
 		"(the gate's sources outlive the template: issue 38 case 2 without C's annotation write); shrunk to: admin grants V edit " +
 		"over a selector, pending; admin deletes the template; notBefore passes",
