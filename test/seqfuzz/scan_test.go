@@ -58,10 +58,13 @@ var shapes = map[string][]func(Step) bool{
 	},
 }
 
-// TestFinderShapes: every finder seed's sequence still has the shape of
-// its case (a change of the generator changes every seed's sequence).
+// TestFinderShapes: every finder seed's sequence (and every other
+// finding's with a shape) still has the shape of its case (a change of the generator changes every seed's sequence).
 func TestFinderShapes(t *testing.T) {
-	for _, f := range finderSeeds {
+	for _, f := range append(append([]Finder(nil), finderSeeds...), otherFindings...) {
+		if f.Shape == "" {
+			continue
+		}
 		shape, ok := shapes[f.Shape]
 		if !ok {
 			t.Errorf("seed %d: no shape %q", f.Seed, f.Shape)
