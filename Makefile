@@ -152,6 +152,12 @@ fuzz: ## Explore each Go fuzz target for FUZZTIME (default 10s) for new failing 
 	go test -short -run='^$$' -fuzz='^FuzzCompile$$' -fuzztime=$(FUZZTIME) ./internal/policy
 	go test -short -run='^$$' -fuzz='^FuzzGuardDecode$$' -fuzztime=$(FUZZTIME) ./internal/admission
 
+# `make fuzz-sequences` explores new random sequences of test/seqfuzz (the attacker against oria
+# with its guard, on the local control plane) for FUZZTIME; `make test` runs only its fixed seeds.
+.PHONY: fuzz-sequences
+fuzz-sequences: controlplane ## Explore new attack sequences (test/seqfuzz) for FUZZTIME against oria on the local control plane; reports sequences, steps and violations (seed, shortest failing sequence).
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" ORIA_SEQFUZZ_TIME=$(FUZZTIME) go test -count=1 -timeout=0 -run='^TestExploreSequences$$' -v ./test/seqfuzz
+
 .PHONY: verify
 verify: ## Fail if gofmt, go vet, go mod tidy or generated files are stale.
 	hack/verify.sh
