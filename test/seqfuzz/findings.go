@@ -12,8 +12,9 @@ type Finder struct {
 }
 
 // finderSeeds found the cases of issue 38 on 41e95b3, before their fix.
-// They FAIL until the guard (or the controller) refuses those paths, and
-// must pass from then on: they stay in the fixed list as regressions. A
+// They failed until the guard (or the controller) refused those paths
+// (each passes on 2026-11-28's main, with the fixes), and must pass from
+// then on: they stay in the fixed list as regressions. A
 // change of the generator changes every seed's sequence: check that each
 // still has its shape (TestScanSeeds, TestFinderShapes) and still finds
 // its case on a commit without the fix, or find new seeds.
@@ -30,23 +31,9 @@ var finderSeeds = []Finder{
 	{Seed: 9, Shape: "case4gen", Case: "issue 38 case 4, through another status field: S sets status.observedGeneration to generation-1 on D's " +
 		"instance in a re-created d; at oria's next reconcile (a restart) the spec looks unobserved and oria pins the new d",
 		Found: "after step 6 (oria started): ESCALATION: D may create deployments in d, D may get secrets in d"},
-}
+	// Found on 41e95b3 beyond issue 38's cases 1, 3 and 4, fixed since
+	// (the gate's seal, binding.NarrowGate, the time edges of issue 40).
 
-// regressionSeeds passed when they were added (on 41e95b3): a spread of
-// the steps the generator makes, each 10 to 25 s.
-var regressionSeeds = []uint64{
-	1795871357401153963, // oria stopped and started (twice), an admin write refused while the guard is down, N binds edit to V, S writes the UIDs of a selector instance
-	1795871357401153939, // D narrows an admin's instance to d, names its gate in a gated template, C annotates a gate that does not exist
-	1795871357401153943, // an admin's gated policy and cluster-wide instance, oria down across notBefore, window edits refused while down and as invalid
-	1795871357401153946, // C squats the gate name of an admin's cluster-wide policy, the admin deletes it, D's writes on what is gone
-}
-
-// otherFindings are seeds that found something beyond issue 38's cases 1,
-// 3 and 4 on 41e95b3. They are not in the fixed list (their fix is not
-// issue 38's); replay them with ORIA_SEQFUZZ_SEEDS and add them to
-// finderSeeds with their fix.
-var otherFindings = []Finder{
-	// Found with the finders; left out of the fixed list to keep make test short.
 	{Seed: 96, Case: "issue 38 case 4, oria running: as seed 48, the reconcile that binds made by an event on the namespace " +
 		"(the admin labels d) instead of a restart",
 		Found: "after step 8: ESCALATION: D may create deployments in d, D may get secrets in d"},
@@ -64,3 +51,17 @@ var otherFindings = []Finder{
 		"pending gated RBACPolicy: V gets the grant and keeps it past expiresAt (the time edges of the issue beside 38)",
 		Found: "after step 3 (about 8 s after expiresAt): ESCALATION: V may create gadgets in v1 and v2"},
 }
+
+// regressionSeeds passed when they were added (on 41e95b3): a spread of
+// the steps the generator makes, each 10 to 25 s.
+var regressionSeeds = []uint64{
+	1795871357401153963, // oria stopped and started (twice), an admin write refused while the guard is down, N binds edit to V, S writes the UIDs of a selector instance
+	1795871357401153939, // D narrows an admin's instance to d, names its gate in a gated template, C annotates a gate that does not exist
+	1795871357401153943, // an admin's gated policy and cluster-wide instance, oria down across notBefore, window edits refused while down and as invalid
+	1795871357401153946, // C squats the gate name of an admin's cluster-wide policy, the admin deletes it, D's writes on what is gone
+}
+
+// otherFindings are seeds that found something not fixed yet: not in the
+// fixed list; replay them with ORIA_SEQFUZZ_SEEDS=other, and move them to
+// finderSeeds with their fix. None at the moment.
+var otherFindings = []Finder{}
