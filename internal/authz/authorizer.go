@@ -172,11 +172,11 @@ func (a *Authorizer) checkBind(ctx context.Context, user authenticationv1.UserIn
 	var rest []binding.Grant
 	for _, g := range todo {
 		if u != nil {
-			rules, absent, err := roles.of(ctx, g.Role)
+			role, err := roles.of(ctx, g.Role)
 			if err != nil {
 				return nil, err
 			}
-			if u.allows(g, rules, absent) {
+			if u.allows(g, role.rules, role.onlyBind()) {
 				continue
 			}
 		}

@@ -20,6 +20,10 @@ type Denial struct {
 	// Absent is true when the role does not exist: only "bind" can allow
 	// binding it.
 	Absent bool
+	// InlineOf names the ScopeTemplate whose inline role Grant.Role is, when
+	// it is not the template being checked: oria rewrites that role when its
+	// template changes, so only "bind" can allow binding it.
+	InlineOf string
 	// TooLarge is true when the role grants more than MaxPermissions.
 	TooLarge bool
 	// More is true when the search for missing permissions stopped at
@@ -36,13 +40,15 @@ func (d Denial) Message(user string) string {
 		fmt.Fprintf(&b, "user %q may not create ClusterRole %q with these rules: needs %q on clusterroles/%s, or every permission it grants cluster-wide", user, g.Role, "escalate", g.Role)
 	} else {
 		fmt.Fprintf(&b, "user %q may not bind ClusterRole %q %s: needs %q on clusterroles/%s %s", user, g.Role, g.Where(), "bind", g.Role, There(g))
-		if !d.Absent {
+		if !d.Absent && d.InlineOf == "" {
 			b.WriteString(", or every permission it grants")
 		}
 	}
 	switch {
 	case d.Absent:
 		b.WriteString(" (the ClusterRole does not exist yet, so only \"bind\" allows binding it)")
+	case d.InlineOf != "":
+		fmt.Fprintf(&b, " (it is ScopeTemplate %q's inline role, which oria rewrites whenever that template changes, so only \"bind\" allows binding it elsewhere: inline the rules instead)", d.InlineOf)
 	case d.TooLarge:
 		b.WriteString(" (it grants too many permissions to check one by one)")
 	case len(d.Missing) > 0:

@@ -21,6 +21,9 @@ func TestDenialMessage(t *testing.T) {
 		d:    Denial{Verb: "bind", Grant: binding.Grant{Role: "later", Namespace: "a"}, Absent: true},
 		want: `user "bob" may not bind ClusterRole "later" in namespace "a": needs "bind" on clusterroles/later there (the ClusterRole does not exist yet, so only "bind" allows binding it)`,
 	}, {
+		d:    Denial{Verb: "bind", Grant: binding.Grant{Role: "theirs", Namespace: "a"}, InlineOf: "admins"},
+		want: `user "bob" may not bind ClusterRole "theirs" in namespace "a": needs "bind" on clusterroles/theirs there (it is ScopeTemplate "admins"'s inline role, which oria rewrites whenever that template changes, so only "bind" allows binding it elsewhere: inline the rules instead)`,
+	}, {
 		d:    Denial{Verb: "escalate", Grant: binding.Grant{Role: "mine"}, Missing: []Permission{{Verb: "*", Group: "*", Resource: "*"}}},
 		want: `user "bob" may not create ClusterRole "mine" with these rules: needs "escalate" on clusterroles/mine, or every permission it grants cluster-wide (missing: * *.*)`,
 	}, {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/ownership"
 )
 
 // The reviews themselves: Denied asks SubjectAccessReviews in parallel;
@@ -37,17 +38,17 @@ func (a *Authorizer) checkBindReviews(ctx context.Context, user authenticationv1
 	}
 	for _, p := range noBind {
 		g := byPerm[p]
-		rules, absent, err := roles.of(ctx, g.Role)
+		role, err := roles.of(ctx, g.Role)
 		if err != nil {
 			return nil, err
 		}
-		if absent {
-			if denials = append(denials, Denial{Verb: "bind", Grant: g, Absent: true}); len(denials) >= maxDenials {
+		if role.onlyBind() {
+			if denials = append(denials, Denial{Verb: "bind", Grant: g, Absent: role.absent, InlineOf: role.inlineOf}); len(denials) >= maxDenials {
 				break
 			}
 			continue
 		}
-		d, err := a.holds(ctx, user, "bind", g, rules)
+		d, err := a.holds(ctx, user, "bind", g, role.rules)
 		if err != nil {
 			return nil, err
 		}
@@ -68,26 +69,43 @@ type roleRules struct {
 	read   map[string]*rbacv1.ClusterRole
 }
 
-// of returns the rules of role, or absent when it does not exist.
-func (r *roleRules) of(ctx context.Context, role string) (rules []rbacv1.PolicyRule, absent bool, err error) {
+// boundRole is what a check knows of a role it binds.
+type boundRole struct {
+	rules []rbacv1.PolicyRule
+	// absent: the role does not exist.
+	absent bool
+	// inlineOf names the other ScopeTemplate whose inline role this is:
+	// oria rewrites it whenever that template changes, so its rules now
+	// say nothing of what a binding of it will grant later.
+	inlineOf string
+}
+
+// onlyBind is true when only "bind" on the role allows binding it: holding
+// its rules is no proof, because there are none yet or they change without
+// the binder.
+func (b boundRole) onlyBind() bool { return b.absent || b.inlineOf != "" }
+
+// of returns what is known of role: its rules, absent when it does not
+// exist, and inlineOf when it is another template's inline role.
+func (r *roleRules) of(ctx context.Context, role string) (boundRole, error) {
 	if rules, ok := r.inline[role]; ok {
-		return rules, false, nil
+		return boundRole{rules: rules}, nil
 	}
 	cr, found := r.read[role]
 	if !found {
 		cr = &rbacv1.ClusterRole{}
 		if err := r.a.reader.Get(ctx, client.ObjectKey{Name: role}, cr); err != nil {
 			if !apierrors.IsNotFound(err) {
-				return nil, false, fmt.Errorf("reading ClusterRole %q: %w", role, err)
+				return boundRole{}, fmt.Errorf("reading ClusterRole %q: %w", role, err)
 			}
 			cr = nil
 		}
 		r.read[role] = cr
 	}
 	if cr == nil {
-		return nil, true, nil
+		return boundRole{absent: true}, nil
 	}
-	return cr.Rules, false, nil
+	return boundRole{rules: cr.Rules, inlineOf: ownership.InlineRoleOf(cr)}, nil
 }
 
 // prefetch reads the roles grants bind that are not inline, in parallel.

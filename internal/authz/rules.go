@@ -80,11 +80,12 @@ func (a *Authorizer) rulesIn(ctx context.Context, user authenticationv1.UserInfo
 // allows answers a grant from the user's rules where it binds, as
 // Kubernetes' own escalation check does (rbacvalidation.Covers): allowed
 // with "bind" on the role there, or when the rules cover every rule of the
-// role (which must exist). false means only that the rules do not settle
-// it: SubjectAccessReviews must.
-func (u *userRules) allows(g binding.Grant, rules []rbacv1.PolicyRule, absent bool) bool {
+// role (which must exist and not be another template's inline role:
+// onlyBind). false means only that the rules do not settle it:
+// SubjectAccessReviews must.
+func (u *userRules) allows(g binding.Grant, rules []rbacv1.PolicyRule, onlyBind bool) bool {
 	c := u.cover(g, rules)
-	return c.bind || (!absent && c.covered)
+	return c.bind || (!onlyBind && c.covered)
 }
 
 // cover compares the user's rules where g binds with "bind" on g's role and

@@ -203,6 +203,21 @@ func TemplateOwns(obj metav1.Object, template string) bool {
 		ControllerName(obj.GetOwnerReferences(), KindScopeTemplate) == template
 }
 
+// InlineRoleOf returns the ScopeTemplate whose inline role obj (a
+// ClusterRole) is, or "": a role oria writes from a template's rules and
+// rewrites whenever that template changes. The label may be written by
+// anyone who may patch ClusterRoles; it only makes the guard stricter (see
+// authz: only "bind" allows binding such a role).
+func InlineRoleOf(obj metav1.Object) string {
+	if name := ControllerName(obj.GetOwnerReferences(), KindScopeTemplate); name != "" {
+		return name
+	}
+	if IsManaged(obj) {
+		return obj.GetLabels()[oriav1alpha1.LabelScopeTemplate]
+	}
+	return ""
+}
+
 // InstanceOwner returns whether an object (a binding) was created by oria
 // for the named instance, with the labels it looks for computed once: a
 // reconcile asks it of every binding of the instance, thousands of them.

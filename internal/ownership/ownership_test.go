@@ -90,3 +90,22 @@ func TestInstanceOwner(t *testing.T) {
 		}
 	}
 }
+
+func TestInlineRoleOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		meta metav1.ObjectMeta
+		want string
+	}{
+		{"a template's inline role", metav1.ObjectMeta{Labels: TemplateLabels("admins")}, "admins"},
+		{"controlled by a template, labels gone", metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{Ref(KindScopeTemplate, "admins", "uid")}}, "admins"},
+		{"a plain role", metav1.ObjectMeta{}, ""},
+		{"the template label without oria's", metav1.ObjectMeta{Labels: map[string]string{oriav1alpha1.LabelScopeTemplate: "admins"}}, ""},
+		{"an extension role", metav1.ObjectMeta{Labels: ExtensionRoleLabels("argocd", names.RoleView)}, ""},
+		{"a gate", metav1.ObjectMeta{Labels: GateLabels("si")}, ""},
+	} {
+		if got := InlineRoleOf(&rbacv1.ClusterRole{ObjectMeta: tc.meta}); got != tc.want {
+			t.Errorf("%s: InlineRoleOf = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -97,3 +97,56 @@ func TestStatusWriteRefused(t *testing.T) {
 	assert.True(t, apierrors.IsForbidden(err) || apierrors.IsInvalid(err), "%v", err)
 	assert.Contains(t, err.Error(), "the status of a ScopeInstance is written by oria alone")
 }
+
+// TestInlineRoleOfAnotherTemplate (issue 38: a role whose rules oria
+// changes on its own): an admin's template has an inline role, which oria
+// rewrites whenever the admin edits that template. D, admin of their own
+// namespace, holds every rule it has today; that is no proof for what it
+// will grant tomorrow, so D may bind it only with "bind" on it. D's own
+// inline copy of the same rules still goes through.
+func TestInlineRoleOfAnotherTemplate(t *testing.T) {
+	testutil.NeedCluster(t)
+	ctx := context.Background()
+	user, as := delegate(t, "inline-borrower")
+	ns := createNamespace(t, "borrower", nil)
+	testutil.Create(t, k8sClient, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "admin-" + user, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+		Subjects: []rbacv1.Subject{testutil.User(user)}})
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}}}
+	shared := testutil.UniqueName("admins-inline")
+	adminTmpl := testutil.ScopeTemplate(testutil.UniqueName("admins"), []oriav1alpha1.ClusterRoleTemplate{{Name: shared, Rules: rules}}, testutil.User("someone"))
+	adminSI := scopeInstance(adminTmpl.Name, adminTmpl.Name, createNamespace(t, "admins", nil))
+	require.NoError(t, k8sClient.Create(ctx, adminTmpl))
+	require.NoError(t, k8sClient.Create(ctx, adminSI))
+	cleanup(t, adminTmpl, adminSI)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NoError(c, k8sClient.Get(ctx, client.ObjectKey{Name: shared}, &rbacv1.ClusterRole{}))
+	}, time.Minute, 100*time.Millisecond, "oria writes the admin's inline role, in use")
+
+	borrowed := testutil.ScopeTemplate(testutil.UniqueName("borrowed"), []oriav1alpha1.ClusterRoleTemplate{{Name: shared}}, testutil.User(user+"-friend"))
+	require.NoError(t, as.Create(ctx, borrowed), "a template binds nothing until an instance places it")
+	cleanup(t, borrowed)
+	si := scopeInstance(testutil.UniqueName("borrowed"), borrowed.Name, ns)
+	err := as.Create(ctx, si)
+	if err == nil {
+		cleanup(t, si)
+	}
+	refused(t, err, shared, "inline role", adminTmpl.Name, "only \"bind\"")
+
+	// With "bind" on the role, D accepts whatever it comes to grant.
+	testutil.Create(t, k8sClient, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "bind-" + user, Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{shared}, Verbs: []string{"bind"}}}})
+	testutil.Create(t, k8sClient, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "bind-" + user, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "bind-" + user},
+		Subjects: []rbacv1.Subject{testutil.User(user)}})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		err := as.Create(ctx, si)
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+		assert.NoError(c, err)
+	}, 30*time.Second, 200*time.Millisecond, "admitted with bind on the role")
+	cleanup(t, si)
+	instanceReady(t, si, oriav1alpha1.ReasonBound, time.Minute)
+	assert.True(t, can(t, testutil.Access{User: user + "-friend", Verb: "get", Resource: "configmaps", Namespace: ns}))
+}
