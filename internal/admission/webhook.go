@@ -32,7 +32,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/authz"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/rbacrules"
 )
 
 // Path is the URL path the guard is served at.
@@ -81,9 +81,9 @@ func New(az *authz.Authorizer, reader client.Reader, scheme *runtime.Scheme) (*G
 
 // Setup registers the guard on mgr's webhook server at Path: it checks
 // requesters against their RBAC rules held in memory (the cache of every
-// RBAC object, manager.NewRBACRuleCache), then SubjectAccessReviews.
+// RBAC object, rbacrules.AddToManager), then SubjectAccessReviews.
 func Setup(mgr ctrl.Manager) error {
-	rc, err := manager.NewRBACRuleCache(mgr)
+	rc, err := rbacrules.AddToManager(mgr)
 	if err != nil {
 		return err
 	}

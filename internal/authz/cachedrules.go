@@ -21,7 +21,7 @@ import (
 // API server's own authorizer is: what they cover is allowed, the rest is
 // confirmed with SubjectAccessReviews (RuleSource). The manager wiring of
 // its cache (every replica, readiness once synced) is
-// manager.NewRBACRuleCache.
+// rbacrules.AddToManager.
 type CachedRules struct {
 	cache *rbacrules.Cache
 }

@@ -29,7 +29,7 @@ import (
 // When it goes away, oria generates its own.
 func TestConflict(t *testing.T) {
 	testutil.NeedCluster(t)
-	e := startManager(t, extension.Options{DefaultMode: unmanaged, ConflictRetryInterval: 200 * time.Millisecond})
+	e := startManager(t, extension.Options{DefaultMode: unmanaged, ConflictRecheckInterval: 200 * time.Millisecond})
 	ctx := context.Background()
 	crd := "foos." + group()
 

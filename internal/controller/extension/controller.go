@@ -72,9 +72,9 @@ type Options struct {
 	// MaxConcurrentReconciles is the number of extensions reconciled at
 	// once (DefaultMaxConcurrentReconciles when 0).
 	MaxConcurrentReconciles int
-	// ConflictRetryInterval: see DefaultRecheckInterval; zero means the
+	// ConflictRecheckInterval: see DefaultRecheckInterval; zero means the
 	// default.
-	ConflictRetryInterval time.Duration
+	ConflictRecheckInterval time.Duration
 }
 
 // Deps are what the controller is built from, each required (New refuses
@@ -113,7 +113,7 @@ func New(d Deps, o Options) (*Reconciler, error) {
 		reconciler.Need{Name: "the bundle-role cache", Set: d.BundleRoles != nil}, reconciler.Need{Name: "the API scopes", Set: d.APIScopes != nil}); err != nil {
 		return nil, err
 	}
-	o.ConflictRetryInterval = cmp.Or(o.ConflictRetryInterval, DefaultRecheckInterval)
+	o.ConflictRecheckInterval = cmp.Or(o.ConflictRecheckInterval, DefaultRecheckInterval)
 	return &Reconciler{Deps: d, opts: o}, nil
 }
 
@@ -201,7 +201,7 @@ func (r *Reconciler) Requeue(p *plan, out outcome) time.Duration {
 }
 
 func (r *Reconciler) recheck() time.Duration {
-	return r.opts.ConflictRetryInterval
+	return r.opts.ConflictRecheckInterval
 }
 
 func (r *Reconciler) writer() *engine.Writer {

@@ -26,7 +26,7 @@ import (
 func TestForeignRoleIsNeverAggregated(t *testing.T) {
 	testutil.NeedCluster(t)
 	startAggregation(t)
-	startManager(t, extension.Options{DefaultMode: unmanaged, ConflictRetryInterval: 200 * time.Millisecond})
+	startManager(t, extension.Options{DefaultMode: unmanaged, ConflictRecheckInterval: 200 * time.Millisecond})
 	g := group()
 	crd := "things." + g
 	ce := installed(t, unmanaged, crd)

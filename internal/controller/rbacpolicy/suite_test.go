@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 			return err
 		}
 		if err := extension.SetupWithManager(mg, s.ExtensionDeps(mg), extension.Options{
-			DefaultMode: oriav1alpha1.RBACModeUnmanaged, ConflictRetryInterval: time.Second}); err != nil {
+			DefaultMode: oriav1alpha1.RBACModeUnmanaged, ConflictRecheckInterval: time.Second}); err != nil {
 			return err
 		}
 		deps = s.RBACPolicyDeps(mg)

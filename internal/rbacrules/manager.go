@@ -1,4 +1,4 @@
-package manager
+package rbacrules
 
 import (
 	"errors"
@@ -9,19 +9,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
-	"github.com/operator-framework/oria/internal/rbacrules"
 )
 
 // The escalation guard reads every RBAC object of the cluster into its cache of rules.
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings;clusterroles;clusterrolebindings,verbs=list;watch
 
-// NewRBACRuleCache returns the escalation guard's cache of RBAC rules
-// (rbacrules.Cache, read through authz.CachedRules), added to mgr: it runs
+// AddToManager returns the escalation guard's cache of RBAC rules (a
+// Cache, read through authz.CachedRules), added to mgr: it runs
 // on every replica, over every RBAC object oria does not own, and reads the
 // ones oria does from mgr's cache. The replica reports ready (readyz) once
 // it has synced.
-func NewRBACRuleCache(mgr ctrl.Manager) (*rbacrules.Cache, error) {
-	rc, err := rbacrules.NewCache(rbacrules.Config{
+func AddToManager(mgr ctrl.Manager) (*Cache, error) {
+	rc, err := NewCache(Config{
 		REST:    mgr.GetConfig(),
 		Options: cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()},
 		Own:     mgr.GetCache(), OwnedKey: oriav1alpha1.LabelManaged, OwnedValue: oriav1alpha1.ManagedValue,
