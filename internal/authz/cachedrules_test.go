@@ -16,7 +16,6 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
-	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/rbacrules"
 	"github.com/operator-framework/oria/internal/testutil"
 )
@@ -28,7 +27,7 @@ func cachedRules(t *testing.T) *CachedRules {
 	var rc *rbacrules.Cache
 	_, stop, err := testutil.StartManager(cluster.Config, func(mgr ctrl.Manager) error {
 		var err error
-		rc, err = manager.NewRBACRuleCache(mgr)
+		rc, err = rbacrules.AddToManager(mgr)
 		return err
 	})
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/metrics"
+	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/reconciler"
 )
 
@@ -109,10 +110,10 @@ type Shared struct {
 	// SubjectAccessReviews.
 	Authz *authz.Authorizer
 	// OLM holds back what needs OLM v1's ClusterExtension API on a cluster
-	// without it (manager.OLMGate): the extension controller, and the
+	// without it (olm.APIWait): the extension controller, and the
 	// RBACPolicy controller's watch of extensions (meanwhile its policies
 	// report OLMNotInstalled); the rest is served at once.
-	OLM *manager.OLMGate
+	OLM *olm.APIWait
 }
 
 // NewShared builds what the controllers of mgr share; observe sees every
@@ -140,7 +141,7 @@ func NewShared(mgr ctrl.Manager, observe engine.Observer) (*Shared, error) {
 	if s.Authz, err = authz.New(mgr.GetClient(), mgr.GetAPIReader(), authz.NoRules{}); err != nil {
 		return nil, err
 	}
-	if s.OLM, err = manager.NewOLMGate(mgr, manager.OLMGateOptions{
+	if s.OLM, err = olm.NewAPIWait(mgr, olm.APIWaitOptions{
 		Waiting: "the ClusterExtension controller; RBACPolicies report OLMNotInstalled",
 		Serving: "ScopeTemplates, ScopeInstances, the orphan sweep and the escalation guard",
 		Observe: metrics.SetOLMAPIAvailable,

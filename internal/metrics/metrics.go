@@ -24,7 +24,7 @@
 //     oria to the RoleBinding oria created there for a ScopeInstance;
 //   - oria_olm_api_available: 1 once the API server serves OLM v1's
 //     ClusterExtension API and the controllers that need it run, 0 while
-//     they wait for it (manager.OLMGate);
+//     they wait for it (olm.APIWait);
 //   - oria_time_bound_grants{state} and oria_time_bound_next_expiry_seconds:
 //     the time-bound grants (windows.go), from the cache at scrape time.
 //
@@ -120,7 +120,7 @@ func OrphanDeleted(kind, reason string) {
 }
 
 // SetOLMAPIAvailable sets oria_olm_api_available; it is the observer of
-// the manager's OLMGate (controller.SetupAll).
+// olm.APIWait (controller.SetupAll).
 func SetOLMAPIAvailable(available bool) {
 	v := 0.0
 	if available {

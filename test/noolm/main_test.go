@@ -4,7 +4,7 @@
 // built from ./cmd/oria and run as a separate process. The suite checks
 // that oria serves ScopeTemplates, ScopeInstances and the guard, says once
 // that OLM v1 is missing, and starts the ClusterExtension controller when
-// the CRD is installed later, without a restart (manager.OLMGate).
+// the CRD is installed later, without a restart (olm.APIWait).
 package noolm
 
 import (
@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/testutil"
 	"github.com/operator-framework/oria/test/localcluster"
 	"github.com/operator-framework/oria/test/oriaproc"
@@ -100,8 +100,8 @@ func clusterExtensionCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 	if err := yaml.Unmarshal(b, crd); err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", path, err)
 	}
-	if crd.Name != manager.ClusterExtensionCRD {
-		return nil, fmt.Errorf("%s holds CRD %q, want %q", path, crd.Name, manager.ClusterExtensionCRD)
+	if crd.Name != olm.ClusterExtensionCRD {
+		return nil, fmt.Errorf("%s holds CRD %q, want %q", path, crd.Name, olm.ClusterExtensionCRD)
 	}
 	return crd, nil
 }
@@ -109,7 +109,7 @@ func clusterExtensionCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 // removeClusterExtensionCRD deletes the ClusterExtension CRD and waits
 // until it is gone.
 func removeClusterExtensionCRD(ctx context.Context) error {
-	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: manager.ClusterExtensionCRD}}
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: olm.ClusterExtensionCRD}}
 	if err := k8sClient.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting the ClusterExtension CRD: %w", err)
 	}

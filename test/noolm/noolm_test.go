@@ -22,8 +22,8 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/admission"
-	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/metrics"
+	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -88,7 +88,7 @@ func TestStartWithoutOLM(t *testing.T) {
 	}
 	testutil.Create(t, k8sClient, policy)
 	testutil.EventuallyCondition(t, k8sClient, policy, testutil.Condition{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionFalse,
-		Reason: oriav1alpha1.ReasonOLMNotInstalled, Message: []string{manager.ClusterExtensionCRD, ext}})
+		Reason: oriav1alpha1.ReasonOLMNotInstalled, Message: []string{olm.ClusterExtensionCRD, ext}})
 
 	// Said once, never an error about the missing kind.
 	time.Sleep(time.Until(oriaStarted.Add(quietFor)))
@@ -109,7 +109,7 @@ func TestStartWithoutOLM(t *testing.T) {
 		assert.Equal(c, 1.0, olmGauge(c), metrics.OLMAPIAvailable)
 	}, testutil.Timeout, testutil.Interval)
 	t.Logf("the extension controllers started %v after the CRD was established (the gate asks every %v)",
-		time.Since(installed).Round(100*time.Millisecond), manager.DefaultOLMCheckInterval)
+		time.Since(installed).Round(100*time.Millisecond), olm.DefaultCheckInterval)
 	// Every policy is looked at again: the extension is now merely missing.
 	testutil.EventuallyCondition(t, k8sClient, policy, testutil.Condition{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionFalse,
 		Reason: oriav1alpha1.ReasonExtensionNotFound})
@@ -141,11 +141,11 @@ func assertLog(t *testing.T, missing, served int) {
 	b, err := os.ReadFile(oria.LogPath)
 	require.NoError(t, err)
 	log := string(b)
-	assert.Equal(t, missing, strings.Count(log, manager.OLMMissingMessage), "lines saying OLM v1 is missing")
-	assert.Equal(t, served, strings.Count(log, manager.OLMServedMessage), "lines saying the ClusterExtension API is served")
+	assert.Equal(t, missing, strings.Count(log, olm.MissingMessage), "lines saying OLM v1 is missing")
+	assert.Equal(t, served, strings.Count(log, olm.ServedMessage), "lines saying the ClusterExtension API is served")
 	assert.Equal(t, 0, strings.Count(log, noMatch), "lines with %q", noMatch)
 	for line := range strings.Lines(log) {
-		if strings.Contains(line, manager.OLMMissingMessage) {
+		if strings.Contains(line, olm.MissingMessage) {
 			t.Logf("oria said: %s", strings.TrimSpace(line))
 		}
 	}

@@ -34,7 +34,6 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/lookup"
-	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/reconciler"
@@ -90,9 +89,9 @@ type Deps struct {
 	// a change of one requeues the policies of its extension.
 	BundleRoles cache.Cache
 	// OLM holds back the watch of ClusterExtensions until the API server
-	// serves them (manager.NewOLMGate); meanwhile policies report
+	// serves them (olm.NewAPIWait); meanwhile policies report
 	// OLMNotInstalled, and all are looked at again when it opens.
-	OLM *manager.OLMGate
+	OLM *olm.APIWait
 }
 
 // Reconciler reconciles RBACPolicies. Make one with New.

@@ -15,7 +15,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/lookup"
-	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/ownership"
 	policymodel "github.com/operator-framework/oria/internal/policy"
 )
@@ -85,7 +85,7 @@ func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 		if meta.IsNoMatchError(err) {
 			return revoke(oriav1alpha1.ReasonOLMNotInstalled, fmt.Sprintf(
 				"OLM v1 is not installed: the API server does not serve the ClusterExtension API (CRD %s); access is granted once OLM v1 and ClusterExtension %q are installed",
-				manager.ClusterExtensionCRD, policy.Spec.ExtensionName))
+				olm.ClusterExtensionCRD, policy.Spec.ExtensionName))
 		}
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("getting ClusterExtension %q: %w", policy.Spec.ExtensionName, err)

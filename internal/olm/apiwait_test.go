@@ -1,4 +1,4 @@
-package manager
+package olm
 
 import (
 	"context"
@@ -54,7 +54,7 @@ type gateRig struct {
 	runnables []ctrlmanager.Runnable
 }
 
-func (r *gateRig) gate(t *testing.T) *OLMGate {
+func (r *gateRig) gate(t *testing.T) *APIWait {
 	t.Helper()
 	log := funcr.New(func(prefix, args string) {
 		r.mu.Lock()
@@ -74,7 +74,7 @@ func (r *gateRig) gate(t *testing.T) *OLMGate {
 		r.runnables = append(r.runnables, rn)
 		return nil
 	}
-	g, err := newOLMGate(probe, add, logr.New(log.GetSink()), OLMGateOptions{
+	g, err := newAPIWait(probe, add, logr.New(log.GetSink()), APIWaitOptions{
 		Waiting: "the ClusterExtension controller", Serving: "ScopeInstances",
 		Interval: 5 * time.Millisecond,
 		Observe: func(ok bool) {
@@ -108,9 +108,9 @@ func (r *gateRig) state() ([]bool, int) {
 	return append([]bool(nil), r.observed...), len(r.runnables)
 }
 
-// With OLM v1 installed the gate is open from the start: setups run at
+// With OLM v1 installed the wait is over from the start: setups run at
 // once, nothing waits, nothing is logged.
-func TestOLMGateOpenAtStart(t *testing.T) {
+func TestAPIWaitOpenAtStart(t *testing.T) {
 	r := &gateRig{}
 	r.served.Store(true)
 	g := r.gate(t)
@@ -122,7 +122,7 @@ func TestOLMGateOpenAtStart(t *testing.T) {
 	if d := cmp.Diff([]bool{true}, observed); d != "" || ran != 1 || runnables != 0 || !g.Available() {
 		t.Errorf("observed (-want +got) %s; setup ran %d times (want 1); %d runnables added (want 0); available %v", d, ran, runnables, g.Available())
 	}
-	if n := r.count(OLMMissingMessage) + r.count(OLMServedMessage); n != 0 {
+	if n := r.count(MissingMessage) + r.count(ServedMessage); n != 0 {
 		t.Errorf("%d gate messages logged, want none: %q", n, r.logs)
 	}
 }
@@ -130,7 +130,7 @@ func TestOLMGateOpenAtStart(t *testing.T) {
 // Without OLM v1: one message, setups and deferred watches wait; the API
 // appears: setups run in order, the watches start on their queues, one
 // message, the observer told false then true.
-func TestOLMGateWaitsThenOpens(t *testing.T) {
+func TestAPIWaitWaitsThenOpens(t *testing.T) {
 	r := &gateRig{}
 	g := r.gate(t)
 	r.failing.Store(true)
@@ -183,7 +183,7 @@ func TestOLMGateWaitsThenOpens(t *testing.T) {
 	if d := cmp.Diff([]bool{false, true}, observed); d != "" {
 		t.Errorf("observed (-want +got):\n%s", d)
 	}
-	if m, s := r.count(OLMMissingMessage), r.count(OLMServedMessage); m != 1 || s != 1 {
+	if m, s := r.count(MissingMessage), r.count(ServedMessage); m != 1 || s != 1 {
 		t.Errorf("logged the missing message %d times and the served one %d times, want 1 and 1: %q", m, s, r.logs)
 	}
 	// After opening: setups and watches start at once.
@@ -195,13 +195,13 @@ func TestOLMGateWaitsThenOpens(t *testing.T) {
 	}
 }
 
-// Discovery failing at start is said as such, once; the gate then waits as
+// Discovery failing at start is said as such, once; the wait then waits as
 // without OLM v1.
-func TestOLMGateDiscoveryFailsAtStart(t *testing.T) {
+func TestAPIWaitDiscoveryFailsAtStart(t *testing.T) {
 	r := &gateRig{}
 	r.failing.Store(true)
 	g := r.gate(t)
-	if u, m := r.count(OLMUnknownMessage), r.count(OLMMissingMessage); u != 1 || m != 0 || g.Available() {
+	if u, m := r.count(UnknownMessage), r.count(MissingMessage); u != 1 || m != 0 || g.Available() {
 		t.Fatalf("logged the unknown message %d times (want 1) and the missing one %d times (want 0); available %v: %q", u, m, g.Available(), r.logs)
 	}
 	r.failing.Store(false)
@@ -213,9 +213,9 @@ func TestOLMGateDiscoveryFailsAtStart(t *testing.T) {
 	}
 }
 
-// A setup that fails when the gate opens stops the manager (Start returns
+// A setup that fails when the wait ends stops the manager (Start returns
 // its error); a manager stopped first returns without opening.
-func TestOLMGateStartErrors(t *testing.T) {
+func TestAPIWaitStartErrors(t *testing.T) {
 	r := &gateRig{}
 	g := r.gate(t)
 	if err := g.Then(func() error { return errors.New("duplicate controller name") }); err != nil {

@@ -1,4 +1,4 @@
-package manager
+package olm
 
 import (
 	"context"
@@ -27,28 +27,28 @@ import (
 // ClusterExtensionCRD is the name of OLM v1's ClusterExtension CRD.
 var ClusterExtensionCRD = "clusterextensions." + ocv1.GroupVersion.Group
 
-// DefaultOLMCheckInterval is how often oria asks the API server's discovery
+// DefaultCheckInterval is how often oria asks the API server's discovery
 // whether it serves the ClusterExtension API, while it waits for it: one
 // small GET (of /apis/olm.operatorframework.io/v1), and only until the API
 // appears.
-const DefaultOLMCheckInterval = 5 * time.Second
+const DefaultCheckInterval = 5 * time.Second
 
-// olmProbeTimeout bounds one discovery request of the gate.
+// olmProbeTimeout bounds one discovery request of the wait.
 const olmProbeTimeout = 10 * time.Second
 
-// The gate's log messages: OLMMissingMessage is logged once when oria
-// starts on a cluster without OLM v1 (OLMUnknownMessage instead when
-// discovery failed), OLMServedMessage once when the API appears.
+// The wait's log messages: MissingMessage is logged once when oria
+// starts on a cluster without OLM v1 (UnknownMessage instead when
+// discovery failed), ServedMessage once when the API appears.
 const (
-	OLMMissingMessage = "OLM v1 is not installed: the API server does not serve the ClusterExtension API; " +
+	MissingMessage = "OLM v1 is not installed: the API server does not serve the ClusterExtension API; " +
 		"oria starts what needs it once the CRD is installed and established, without a restart"
-	OLMUnknownMessage = "could not ask the API server whether it serves OLM v1's ClusterExtension API; " +
+	UnknownMessage = "could not ask the API server whether it serves OLM v1's ClusterExtension API; " +
 		"oria starts what needs it once it does, without a restart"
-	OLMServedMessage = "OLM v1's ClusterExtension API is served: starting what waited for it"
+	ServedMessage = "OLM v1's ClusterExtension API is served: starting what waited for it"
 )
 
-// OLMGateOptions configure an OLMGate.
-type OLMGateOptions struct {
+// APIWaitOptions configure an APIWait.
+type APIWaitOptions struct {
 	// Waiting says, in the log, what waits for the ClusterExtension API.
 	Waiting string
 	// Serving says, in the log, what oria serves meanwhile.
@@ -56,11 +56,11 @@ type OLMGateOptions struct {
 	// Observe is told whether the API is served: once at setup, and once
 	// more when it appears (metrics.SetOLMAPIAvailable). Required.
 	Observe func(available bool)
-	// Interval is DefaultOLMCheckInterval when zero.
+	// Interval is DefaultCheckInterval when zero.
 	Interval time.Duration
 }
 
-// OLMGate holds back what needs OLM v1's ClusterExtension API (the
+// APIWait holds back what needs OLM v1's ClusterExtension API (the
 // ClusterExtension controller, the RBACPolicy controller's watch of
 // extensions) on a cluster that does not serve it, and starts it when it
 // appears, in the running manager, without a restart; everything else
@@ -69,18 +69,18 @@ type OLMGateOptions struct {
 // never starts, so its controller never starts either, and
 // controller-runtime logs an error every 10 s.
 //
-// NewOLMGate asks discovery once: when the API is served the gate is open
-// from the start and nothing changes. Otherwise it logs OLMMissingMessage
-// (or OLMUnknownMessage), once, and runs in the manager (on every replica, elected or not) asking
+// NewAPIWait asks discovery once: when the API is served the wait is over
+// from the start and nothing changes. Otherwise it logs MissingMessage
+// (or UnknownMessage), once, and runs in the manager (on every replica, elected or not) asking
 // discovery every Interval until the API server lists ClusterExtensions in
 // olm.operatorframework.io/v1 (which it does once the CRD is Established)
 // and the manager's RESTMapper knows them; it then registers what waited,
 // with the manager (controllers added to a started manager start at once,
 // or when the replica is elected), starts the deferred watches, logs
-// OLMServedMessage, and stops asking. The gate opens once: a CRD removed
+// ServedMessage, and stops asking. The wait ends once: a CRD removed
 // later is not watched for (the controllers then log their watch errors
 // until it is back).
-type OLMGate struct {
+type APIWait struct {
 	served   func(context.Context) (bool, error)
 	interval time.Duration
 	observe  func(bool)
@@ -91,23 +91,23 @@ type OLMGate struct {
 	opened  chan struct{}
 }
 
-// NewOLMGate returns mgr's gate, open when mgr's API server serves the
+// NewAPIWait returns mgr's wait, over when mgr's API server serves the
 // ClusterExtension API now, and added to mgr to wait for it otherwise.
-func NewOLMGate(mgr ctrl.Manager, opts OLMGateOptions) (*OLMGate, error) {
+func NewAPIWait(mgr ctrl.Manager, opts APIWaitOptions) (*APIWait, error) {
 	served, err := discoveryProbe(mgr.GetConfig(), mgr.GetRESTMapper())
 	if err != nil {
 		return nil, err
 	}
-	return newOLMGate(served, mgr.Add, ctrl.Log.WithName("olm"), opts)
+	return newAPIWait(served, mgr.Add, ctrl.Log.WithName("olm"), opts)
 }
 
-// newOLMGate is NewOLMGate with its parts: served asks whether the API is
-// served, add adds the gate to the manager.
-func newOLMGate(served func(context.Context) (bool, error), add func(ctrlmanager.Runnable) error, log logr.Logger, opts OLMGateOptions) (*OLMGate, error) {
+// newAPIWait is NewAPIWait with its parts: served asks whether the API is
+// served, add adds the wait to the manager.
+func newAPIWait(served func(context.Context) (bool, error), add func(ctrlmanager.Runnable) error, log logr.Logger, opts APIWaitOptions) (*APIWait, error) {
 	if opts.Observe == nil {
-		return nil, errors.New("the OLM gate needs an observer of the ClusterExtension API's availability")
+		return nil, errors.New("the wait for OLM v1's API needs an observer of the ClusterExtension API's availability")
 	}
-	g := &OLMGate{
+	g := &APIWait{
 		served:   served,
 		interval: opts.Interval,
 		observe:  opts.Observe,
@@ -115,7 +115,7 @@ func newOLMGate(served func(context.Context) (bool, error), add func(ctrlmanager
 		opened:   make(chan struct{}),
 	}
 	if g.interval <= 0 {
-		g.interval = DefaultOLMCheckInterval
+		g.interval = DefaultCheckInterval
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), olmProbeTimeout)
 	defer cancel()
@@ -126,9 +126,9 @@ func newOLMGate(served func(context.Context) (bool, error), add func(ctrlmanager
 		return g, nil
 	}
 	g.observe(false)
-	msg, kv := OLMMissingMessage, []any{"crd", ClusterExtensionCRD, "waiting", opts.Waiting, "serving", opts.Serving, "checkEvery", g.interval.String()}
+	msg, kv := MissingMessage, []any{"crd", ClusterExtensionCRD, "waiting", opts.Waiting, "serving", opts.Serving, "checkEvery", g.interval.String()}
 	if err != nil {
-		msg, kv = OLMUnknownMessage, append(kv, "error", err.Error())
+		msg, kv = UnknownMessage, append(kv, "error", err.Error())
 	}
 	g.log.Info(msg, kv...)
 	if err := add(g); err != nil {
@@ -137,9 +137,9 @@ func newOLMGate(served func(context.Context) (bool, error), add func(ctrlmanager
 	return g, nil
 }
 
-// Available reports whether the gate is open: the API is served and what
+// Available reports whether the wait is over: the API is served and what
 // waited for it is registered.
-func (g *OLMGate) Available() bool {
+func (g *APIWait) Available() bool {
 	select {
 	case <-g.opened:
 		return true
@@ -149,9 +149,9 @@ func (g *OLMGate) Available() bool {
 }
 
 // Then runs setup (which registers controllers with the manager) now when
-// the gate is open, or when it opens; an error of a setup run then stops
+// the wait is over, or when it opens; an error of a setup run then stops
 // the manager, as it would have stopped oria at start.
-func (g *OLMGate) Then(setup func() error) error {
+func (g *APIWait) Then(setup func() error) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.Available() {
@@ -161,15 +161,15 @@ func (g *OLMGate) Then(setup func() error) error {
 	return nil
 }
 
-// Defer returns src, started when the gate opens: a controller's watch of
+// Defer returns src, started when the wait ends: a controller's watch of
 // ClusterExtensions, which a controller that starts earlier needs.
-func (g *OLMGate) Defer(src source.Source) source.Source {
-	return &deferredSource{gate: g, inner: src}
+func (g *APIWait) Defer(src source.Source) source.Source {
+	return &deferredSource{wait: g, inner: src}
 }
 
 // Start implements manager.Runnable: it waits for the API and opens the
-// gate; it returns at once when ctx ends first.
-func (g *OLMGate) Start(ctx context.Context) error {
+// wait; it returns at once when ctx ends first.
+func (g *APIWait) Start(ctx context.Context) error {
 	err := wait.PollUntilContextCancel(ctx, g.interval, false, func(ctx context.Context) (bool, error) {
 		pctx, cancel := context.WithTimeout(ctx, olmProbeTimeout)
 		defer cancel()
@@ -182,18 +182,18 @@ func (g *OLMGate) Start(ctx context.Context) error {
 	if err != nil {
 		return nil // stopped before the API appeared
 	}
-	g.log.Info(OLMServedMessage, "crd", ClusterExtensionCRD)
+	g.log.Info(ServedMessage, "crd", ClusterExtensionCRD)
 	return g.open()
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every
 // replica waits, logs and reports; the controllers it registers are
 // started by the manager when the replica leads.
-func (g *OLMGate) NeedLeaderElection() bool { return false }
+func (g *APIWait) NeedLeaderElection() bool { return false }
 
 // open runs the pending setups, in the order Then received them, and then
 // starts the deferred watches.
-func (g *OLMGate) open() error {
+func (g *APIWait) open() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, setup := range g.pending {
@@ -207,10 +207,10 @@ func (g *OLMGate) open() error {
 	return nil
 }
 
-// deferredSource starts its inner source when its gate opens (at once when
+// deferredSource starts its inner source when its wait ends (at once when
 // it is open).
 type deferredSource struct {
-	gate  *OLMGate
+	wait  *APIWait
 	inner source.Source
 
 	mu      sync.Mutex
@@ -219,7 +219,7 @@ type deferredSource struct {
 
 // Start implements source.Source.
 func (d *deferredSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	if d.gate.Available() {
+	if d.wait.Available() {
 		d.mu.Lock()
 		d.syncing = true
 		d.mu.Unlock()
@@ -228,9 +228,9 @@ func (d *deferredSource) Start(ctx context.Context, q workqueue.TypedRateLimitin
 	go func() {
 		select {
 		case <-ctx.Done():
-		case <-d.gate.opened:
+		case <-d.wait.opened:
 			if err := d.inner.Start(ctx, q); err != nil {
-				d.gate.log.Error(err, "starting a watch that waited for the ClusterExtension API", "source", fmt.Sprint(d.inner))
+				d.wait.log.Error(err, "starting a watch that waited for the ClusterExtension API", "source", fmt.Sprint(d.inner))
 			}
 		}
 	}()
@@ -253,7 +253,7 @@ func (d *deferredSource) String() string {
 	return fmt.Sprintf("%v (once the ClusterExtension API is served)", d.inner)
 }
 
-// discoveryProbe returns the question the gate asks: does the API server
+// discoveryProbe returns the question the wait asks: does the API server
 // list ClusterExtensions in olm.operatorframework.io/v1, and does mapper
 // (the manager's, which its cache and controllers use) map them?
 func discoveryProbe(cfg *rest.Config, mapper meta.RESTMapper) (func(context.Context) (bool, error), error) {
