@@ -1,10 +1,10 @@
 // Package publish holds the pure parts of a ScopeInstance's publication
 // (spec.publication, after IBM's NamespaceScope): the published value, the
 // server-side apply configurations of the ConfigMap key and of the restart
-// annotation, and the restart decision with its coalescing; and the
-// Publisher, which carries them out for the ScopeInstance controller, the
-// one writer of the published keys and of the restarts (through package
-// engine).
+// annotation, and the restart decision with its coalescing. Package
+// publisher carries them out for the ScopeInstance controller, the one
+// writer of the published keys and of the restarts (through package
+// engine); this package writes nothing, so the guard may import it.
 //
 // The value is the comma-separated, sorted list of the namespaces where the
 // instance's bindings are in place (status.boundNamespaces of the same

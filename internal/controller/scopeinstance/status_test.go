@@ -14,7 +14,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/engine"
-	"github.com/operator-framework/oria/internal/publish"
+	"github.com/operator-framework/oria/internal/publisher"
 )
 
 // withBound sets res.bound as write does, from the outcomes of the intended
@@ -68,14 +68,14 @@ func TestComputeStatus(t *testing.T) {
 	}, {
 		name: "published: the publication status is reported",
 		p:    &plan{bind: &bindPlan{template: tmpl, roles: []string{"view"}, targets: ns("a")}},
-		res:  result{summary: summary(), published: publish.Outcome{Status: &oriav1alpha1.PublicationStatus{ConfigMap: "op/scope:namespaces", Namespaces: 2, Hash: "h"}}},
+		res:  result{summary: summary(), published: publisher.Outcome{Status: &oriav1alpha1.PublicationStatus{ConfigMap: "op/scope:namespaces", Namespaces: 2, Hash: "h"}}},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Publication: &oriav1alpha1.PublicationStatus{ConfigMap: "op/scope:namespaces", Namespaces: 2, Hash: "h"},
 			Conditions:  cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 1 namespace(s)")},
 	}, {
 		name: "a foreign ConfigMap key: Conflict, the bindings are reported in place",
 		p:    &plan{bind: &bindPlan{template: tmpl, roles: []string{"view"}, targets: ns("a")}},
-		res:  result{summary: summary(), published: publish.Outcome{Conflict: `key "namespaces" of ConfigMap op/scope is managed by someone else (x)`}},
+		res:  result{summary: summary(), published: publisher.Outcome{Conflict: `key "namespaces" of ConfigMap op/scope is managed by someone else (x)`}},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonConflict,
 				`1 ClusterRole(s) bound in 1 namespace(s), but spec.publication: key "namespaces" of ConfigMap op/scope is managed by someone else (x); oria leaves it as it is and looks again every 30s`)},

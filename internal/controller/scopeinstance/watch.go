@@ -9,6 +9,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/publish"
+	"github.com/operator-framework/oria/internal/publisher"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
@@ -16,8 +17,8 @@ import (
 
 // publisher is the publication step of a reconcile (package publish),
 // writing as oria.
-func (r *Reconciler) publisher() *publish.Publisher {
-	return &publish.Publisher{Cache: r.Client, APIReader: r.APIReader, Writer: r.writer(), Recorder: r.Recorder, Timing: r.opts.Timing}
+func (r *Reconciler) publisher() *publisher.Publisher {
+	return &publisher.Publisher{Cache: r.Client, APIReader: r.APIReader, Writer: r.writer(), Recorder: r.Recorder, Timing: r.opts.Timing}
 }
 
 // instancesForConfigMap maps a ConfigMap oria publishes into to the

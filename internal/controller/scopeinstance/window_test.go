@@ -11,7 +11,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
-	"github.com/operator-framework/oria/internal/publish"
+	"github.com/operator-framework/oria/internal/publisher"
 )
 
 var t0 = time.Date(2025, 6, 6, 12, 0, 0, 0, time.UTC)
@@ -50,7 +50,7 @@ func TestComputeStatusWindow(t *testing.T) {
 	}, {
 		name: "expired, cluster-wide, with a publication",
 		p:    closed(binding.Window{ExpiresAt: at(-time.Second)}, true),
-		res:  result{published: publish.Outcome{Status: pub}},
+		res:  result{published: publisher.Outcome{Status: pub}},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 3, Scope: oriav1alpha1.ScopeCluster, NamespaceUIDs: map[string]string{"a": "uid-a"}, Publication: pub,
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonExpired,
 				"the grant expired at 2025-06-06T11:59:59Z (spec.expiresAt): its bindings are deleted and it grants nothing; delete the instance, or move spec.expiresAt later to grant again")},

@@ -11,7 +11,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/ownership"
-	"github.com/operator-framework/oria/internal/publish"
+	"github.com/operator-framework/oria/internal/publisher"
 )
 
 // Cleanup removes the bindings and the gate of a deleted instance, and
@@ -63,7 +63,7 @@ type result struct {
 	// status.boundNamespaces.
 	bound []string
 	// published is what the publication did.
-	published publish.Outcome
+	published publisher.Outcome
 	// revoked counts the bindings deleted because the ServiceAccount no
 	// longer vouches for what their role grants.
 	revoked int
@@ -95,7 +95,7 @@ func (res result) unwatched(p *plan) bool {
 }
 
 // write carries out a bind plan: it creates and repairs first, publishes
-// (publish.Publisher), deletes after, so that a changed role never leaves a
+// (publisher.Publisher), deletes after, so that a changed role never leaves a
 // gap without access and a published namespace always has its bindings.
 // A gated instance's gate is written before or after its bindings, and
 // deleted last when it is no longer wanted (gate.go).
@@ -111,7 +111,7 @@ func (res result) unwatched(p *plan) bool {
 //     (engine/ensure.go);
 //   - revoke (ceiling.go): engine.Delete of what the ServiceAccount no
 //     longer vouches for;
-//   - publish.Publisher.Publish (publish/publisher.go), whose writes are
+//   - publisher.Publisher.Publish (publish/publisher.go), whose writes are
 //     engine.ApplyKey, CreateNew, Disown, ApplyRestart (engine/shared.go);
 //   - engine.Delete of the stale bindings (engine/ensure.go).
 func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *bindPlan) (result, error) {

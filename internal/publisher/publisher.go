@@ -1,4 +1,7 @@
-package publish
+// Package publisher carries out a ScopeInstance's publication with the pure
+// parts of package publish, through the engine: the guard imports publish,
+// never this package, so the guard imports nothing that writes.
+package publisher
 
 import (
 	"context"
@@ -17,6 +20,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/lookup"
+	"github.com/operator-framework/oria/internal/publish"
 )
 
 // Event reasons of a publication.
@@ -43,7 +47,7 @@ type Publisher struct {
 	// Recorder emits Events on the instance.
 	Recorder events.EventRecorder
 	// Timing coalesces restarts.
-	Timing Timing
+	Timing publish.Timing
 }
 
 // Outcome is what one publication did.
@@ -85,7 +89,7 @@ func (p *Publisher) Publish(ctx context.Context, si *oriav1alpha1.ScopeInstance,
 		return Outcome{}
 	}
 	prev := si.Status.Publication
-	if prev != nil && prev.ConfigMap != ConfigMapName(pub.ConfigMap) {
+	if prev != nil && prev.ConfigMap != publish.ConfigMapName(pub.ConfigMap) {
 		prev = nil // another ConfigMap: a new publication
 	}
 	var nss []string
@@ -96,9 +100,9 @@ func (p *Publisher) Publish(ctx context.Context, si *oriav1alpha1.ScopeInstance,
 			return Outcome{Status: prev}
 		}
 	} else {
-		nss = Namespaces(*pub, bound)
+		nss = publish.Namespaces(*pub, bound)
 	}
-	value := Value(nss)
+	value := publish.Value(nss)
 	if exists, err := p.namespaceExists(ctx, pub.ConfigMap.Namespace); err != nil || !exists {
 		noNamespace := ""
 		if !exists {
@@ -112,11 +116,11 @@ func (p *Publisher) Publish(ctx context.Context, si *oriav1alpha1.ScopeInstance,
 	}
 	now := metav1.Now()
 	restart := len(pub.RestartLabels) > 0
-	st := Observe(prev, ConfigMapName(pub.ConfigMap), Hash(value), len(nss), restart, now)
+	st := publish.Observe(prev, publish.ConfigMapName(pub.ConfigMap), publish.Hash(value), len(nss), restart, now)
 	if prev == nil || prev.Hash != st.Hash {
 		p.event(si, EventPublished, "Publish", "published %d namespace(s) in ConfigMap %s", len(nss), st.ConfigMap)
 	}
-	due, after := Due(st, restart, now.Time, p.Timing)
+	due, after := publish.Due(st, restart, now.Time, p.Timing)
 	if !due {
 		return Outcome{Status: &st, After: after}
 	}
@@ -124,7 +128,7 @@ func (p *Publisher) Publish(ctx context.Context, si *oriav1alpha1.ScopeInstance,
 	if err != nil {
 		return Outcome{Status: &st, Err: err}
 	}
-	st = Restarted(st, workloads, now)
+	st = publish.Restarted(st, workloads, now)
 	if len(workloads) == 0 {
 		return Outcome{Status: &st}
 	}
@@ -144,22 +148,22 @@ func (p *Publisher) applyKey(ctx context.Context, si *oriav1alpha1.ScopeInstance
 	err := p.Cache.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, cm)
 	switch {
 	case apierrors.IsNotFound(err):
-		if _, err := engine.CreateNew(ctx, p.Writer, Creation(si, ref), FieldOwner(si.Name)); err != nil {
+		if _, err := engine.CreateNew(ctx, p.Writer, publish.Creation(si, ref), publish.FieldOwner(si.Name)); err != nil {
 			return "", fmt.Errorf("creating ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
 		}
 	case err != nil:
 		return "", fmt.Errorf("reading ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
 	default:
-		if Shared(cm, si.UID, ref.KeyOrDefault()) {
-			if err := engine.Disown(ctx, p.Writer, cm, si.UID, FieldOwner(si.Name)); err != nil {
+		if publish.Shared(cm, si.UID, ref.KeyOrDefault()) {
+			if err := engine.Disown(ctx, p.Writer, cm, si.UID, publish.FieldOwner(si.Name)); err != nil {
 				return "", fmt.Errorf("removing the ownerReference of ConfigMap %s/%s, in which others wrote keys: %w", ref.Namespace, ref.Name, err)
 			}
 		}
-		if Current(cm, cm.Data, si.Name, ref, value) {
+		if publish.Current(cm, cm.Data, si.Name, ref, value) {
 			return "", nil
 		}
 	}
-	conflict, err := engine.ApplyKey(ctx, p.Writer, ConfigMap(si.Name, ref, value), FieldOwner(si.Name))
+	conflict, err := engine.ApplyKey(ctx, p.Writer, publish.ConfigMap(si.Name, ref, value), publish.FieldOwner(si.Name))
 	if conflict {
 		return fmt.Sprintf("key %q of ConfigMap %s/%s is managed by someone else (%s)", ref.KeyOrDefault(), ref.Namespace, ref.Name, err), nil
 	}
@@ -176,7 +180,7 @@ func (p *Publisher) applyKey(ctx context.Context, si *oriav1alpha1.ScopeInstance
 // caches no workload.
 func (p *Publisher) restart(ctx context.Context, instance, namespace string, sel map[string]string, hash string) ([]string, error) {
 	var out []string
-	for _, kind := range WorkloadKinds {
+	for _, kind := range publish.WorkloadKinds {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(kind + "List"))
 		if err := p.APIReader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(sel)); err != nil {
@@ -186,7 +190,7 @@ func (p *Publisher) restart(ctx context.Context, instance, namespace string, sel
 			if w.DeletionTimestamp != nil {
 				continue
 			}
-			if err := engine.ApplyRestart(ctx, p.Writer, Restart(kind, namespace, w.Name, hash), FieldOwner(instance)); err != nil {
+			if err := engine.ApplyRestart(ctx, p.Writer, publish.Restart(kind, namespace, w.Name, hash), publish.FieldOwner(instance)); err != nil {
 				return nil, fmt.Errorf("restarting %s %s/%s: %w", kind, namespace, w.Name, err)
 			}
 			out = append(out, kind+"/"+w.Name)
@@ -215,7 +219,7 @@ func (p *Publisher) withdraw(ctx context.Context, instance string, uid types.UID
 	}
 	for i := range list.Items {
 		cm := &list.Items[i]
-		if _, ok := cm.Annotations[AnnotationKey(instance)]; !ok {
+		if _, ok := cm.Annotations[publish.AnnotationKey(instance)]; !ok {
 			continue
 		}
 		if keep != nil && keep.Namespace == cm.Namespace && keep.Name == cm.Name {
@@ -230,7 +234,7 @@ func (p *Publisher) withdraw(ctx context.Context, instance string, uid types.UID
 
 func (p *Publisher) withdrawFrom(ctx context.Context, instance string, uid types.UID, cached *corev1.ConfigMap) error {
 	namespace, name := cached.Namespace, cached.Name
-	gone, err := engine.Withdraw(ctx, p.Writer, Withdrawal(namespace, name), FieldOwner(instance))
+	gone, err := engine.Withdraw(ctx, p.Writer, publish.Withdrawal(namespace, name), publish.FieldOwner(instance))
 	if gone {
 		return nil
 	}
@@ -240,7 +244,7 @@ func (p *Publisher) withdrawFrom(ctx context.Context, instance string, uid types
 	// The ownerReference is set when oria creates the ConfigMap and never
 	// added later: one the cache does not show it on is not oria's to
 	// delete.
-	if !OwnedBy(cached.OwnerReferences, uid) {
+	if !publish.OwnedBy(cached.OwnerReferences, uid) {
 		return nil
 	}
 	// The API server's copy after the withdrawal, with managedFields.
@@ -251,16 +255,16 @@ func (p *Publisher) withdrawFrom(ctx context.Context, instance string, uid types
 		}
 		return fmt.Errorf("reading ConfigMap %s/%s: %w", namespace, name, err)
 	}
-	switch Dispose(cm, uid) {
-	case Delete:
+	switch publish.Dispose(cm, uid) {
+	case publish.Delete:
 		if err := engine.DeleteUnchanged(ctx, p.Writer, cm); err != nil {
 			return fmt.Errorf("deleting ConfigMap %s/%s, which oria created and which is now empty: %w", namespace, name, err)
 		}
-	case Disown:
-		if err := engine.Disown(ctx, p.Writer, cm, uid, FieldOwner(instance)); err != nil {
+	case publish.Disown:
+		if err := engine.Disown(ctx, p.Writer, cm, uid, publish.FieldOwner(instance)); err != nil {
 			return fmt.Errorf("removing the ownerReference of ConfigMap %s/%s, which holds what others wrote: %w", namespace, name, err)
 		}
-	case Keep:
+	case publish.Keep:
 	}
 	return nil
 }
