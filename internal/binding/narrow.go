@@ -17,14 +17,14 @@ type Allowance struct {
 	// Targets are where the current spec binds; nil when that cannot be
 	// told (an unparseable selector): nothing is allowed anywhere.
 	Targets *Targets
-	// Roles are the ClusterRoles the current template names; nil when the
-	// template does not exist (its roles are unknown: any role is allowed,
-	// so that re-creating a template never causes an outage).
+	// Roles are the ClusterRoles the current template names (none when it
+	// is known not to exist).
 	Roles []string
-	// Subjects are the current template's subjects; nil when it does not
-	// exist (unknown: any subject is allowed).
+	// Subjects are the current template's subjects.
 	Subjects []rbacv1.Subject
-	// KnownTemplate says the template exists, so Roles and Subjects decide.
+	// KnownTemplate says Roles and Subjects decide: the template was read,
+	// or is known not to exist (then nothing is allowed). false only when
+	// it could not be told; then any role and subject is allowed.
 	KnownTemplate bool
 }
 

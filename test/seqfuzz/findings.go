@@ -50,6 +50,11 @@ var finderSeeds = []Finder{
 	{Seed: 1795871357401153935, Case: "a sub-second window (notBefore now+3.2 s, expiresAt 0.5 s later, written by the admin) on a " +
 		"pending gated RBACPolicy: V gets the grant and keeps it past expiresAt (the time edges of the issue beside 38)",
 		Found: "after step 3 (about 8 s after expiresAt): ESCALATION: V may create gadgets in v1 and v2"},
+	{Seed: 1795879018575510949, Case: "a grant whose template the admin deleted kept its bindings (a spec error kept what it could " +
+		"not judge, to spare an outage); found by `make fuzz-sequences FUZZTIME=10m` on 514ea8e and fixed since (a missing " +
+		"template allows nothing); shrunk to: admin grants V edit in [v1 v2]; admin deletes the template; admin grants V a " +
+		"pending policy (the run then outlives the grace)",
+		Found: "after step 4: ESCALATION: V may create deployments and get secrets in v1 and v2"},
 }
 
 // regressionSeeds passed when they were added (on 41e95b3): a spread of

@@ -21,9 +21,12 @@ import (
 // (the bindings that exist) and its current spec still allows: an admin
 // who narrows spec.namespaces, or removes a role or a subject from the
 // template, while something else is wrong, is obeyed at once
-// (binding.Narrow). Only what cannot be told is kept: the roles and
-// subjects of a template that does not exist (re-creating it must not cause
-// an outage).
+// (binding.Narrow). A template that does not exist allows nothing: its
+// bindings go (fail closed). Keeping them would keep bindings to roles
+// nobody judges any more, among them its inline roles, which oria deletes
+// with the template, so that whoever creates a ClusterRole under such a
+// name would choose what they grant (the sequence fuzzer's seed
+// 1795879018575510949). Re-creating the template binds again.
 
 // frozenPlan is the plan of an instance with a spec error: the bindings to
 // delete are those the current spec no longer allows, and, for an instance
@@ -72,6 +75,8 @@ func (r *Reconciler) allowance(ctx context.Context, si *oriav1alpha1.ScopeInstan
 	t := &oriav1alpha1.ScopeTemplate{}
 	switch err := r.Client.Get(ctx, types.NamespacedName{Name: si.Spec.ScopeTemplateName}, t); {
 	case apierrors.IsNotFound(err):
+		// Known to be gone: no role and no subject is allowed.
+		a.KnownTemplate = true
 		return a, nil
 	case err != nil:
 		return a, fmt.Errorf("reading ScopeTemplate %q: %w", si.Spec.ScopeTemplateName, err)

@@ -139,8 +139,8 @@ func (r *Reconciler) gateBindPlan(ctx context.Context, si *oriav1alpha1.ScopeIns
 
 // frozenGate is the gate of a gated instance with a spec error: it is not
 // created, but one that exists keeps standing only for the roles it stood
-// for that the spec still allows (all of them when the template does not
-// exist), with their rules now, and only while the window is open. It
+// for that the spec still allows (none when the template does not exist),
+// with their rules now, and only while the window is open. It
 // never gains a rule it does not hold (binding.NarrowGate): what it stands
 // for is read from its annotation, which anyone who may patch ClusterRoles
 // can write, and the guard checked no template for it; a gate that was

@@ -226,12 +226,11 @@ func TestGateReplaced(t *testing.T) {
 	require.EventuallyWithT(t, func(c *assert.CollectT) { assert.Nil(c, gateOf(c, si)) }, testutil.Timeout, testutil.Interval)
 }
 
-// TestGateThroughSpecError: a gated grant whose template is deleted keeps
-// the access of its referenced role (a spec error revokes nothing by
-// surprise), but a later
-// notBefore ends it at once through the gate, bindings kept for the new
-// window, and its expiry lands all the same: the gate is emptied, then it
-// and its bindings go.
+// TestGateThroughSpecError: a gated grant whose template turns invalid
+// keeps the access of the roles it still names (a spec error revokes
+// nothing by surprise), but a later notBefore ends it at once through the
+// gate, bindings kept for the new window, and its expiry lands all the
+// same: the gate is emptied, then it and its bindings go.
 func TestGateThroughSpecError(t *testing.T) {
 	testutil.NeedCluster(t)
 	label, nss, tmpl, _, checks := gatedFixture(t)
@@ -242,10 +241,11 @@ func TestGateThroughSpecError(t *testing.T) {
 	si = get(t, si.Name, "", &oriav1alpha1.ScopeInstance{})
 	gateName := binding.GateName(si.Name, string(si.UID))
 
-	// The template's inline role goes with it (a binding of it would grant
-	// nothing either); the referenced role's rules stay.
-	require.NoError(t, k8sClient.Delete(context.Background(), tmpl))
-	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonTemplateNotFound)
+	// A subject no binding can name makes the template invalid.
+	update(t, tmpl, func() {
+		tmpl.Spec.BindingTemplate.Subjects = append(tmpl.Spec.BindingTemplate.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "Not_A_Name", Namespace: "x"})
+	})
+	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonTemplateInvalid)
 	pods := []testutil.Access{checks[0], checks[2], checks[4]}
 	grantsNow(t, true, pods...)
 
@@ -294,6 +294,10 @@ func TestGateNeverFilledWithoutItsTemplate(t *testing.T) {
 
 	require.NoError(t, k8sClient.Delete(context.Background(), tmpl))
 	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonTemplateNotFound)
+	gateName := binding.GateName(si.Name, string(si.UID))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, roleBindingNamespaces(c, si.Name, gateName), "a grant whose template is gone binds nothing")
+	}, testutil.Timeout, testutil.Interval)
 	// Patched once before notBefore and once after (each write to the gate
 	// brings the instance back to a reconcile).
 	for _, at := range []time.Time{time.Now(), notBefore.Add(time.Second)} {

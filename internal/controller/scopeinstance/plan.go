@@ -185,7 +185,7 @@ func (r *Reconciler) resolve(ctx context.Context, si *oriav1alpha1.ScopeInstance
 	if err := r.Client.Get(ctx, types.NamespacedName{Name: si.Spec.ScopeTemplateName}, t); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, &binding.SpecError{Reason: oriav1alpha1.ReasonTemplateNotFound, Message: fmt.Sprintf(
-				"ScopeTemplate %q does not exist; existing bindings are kept until it does or the instance is deleted", si.Spec.ScopeTemplateName)}, nil
+				"ScopeTemplate %q does not exist: nothing is granted (its bindings are removed) until it does", si.Spec.ScopeTemplateName)}, nil
 		}
 		return nil, nil, fmt.Errorf("reading ScopeTemplate %q: %w", si.Spec.ScopeTemplateName, err)
 	}

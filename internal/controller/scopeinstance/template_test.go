@@ -15,7 +15,8 @@ import (
 )
 
 // TestMissingTemplate: TemplateNotFound until the template is created; when
-// it is deleted the bindings stay and the instance says why.
+// it is deleted its bindings go (fail closed) and the instance says why;
+// re-created, it binds again.
 func TestMissingTemplate(t *testing.T) {
 	testutil.NeedCluster(t)
 	ns := namespace(t, "mt", nil)
@@ -34,7 +35,13 @@ func TestMissingTemplate(t *testing.T) {
 
 	require.NoError(t, k8sClient.Delete(context.Background(), tmpl))
 	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonTemplateNotFound)
-	assert.Equal(t, []string{ns}, roleBindingNamespaces(t, si.Name, "view"), "bindings are kept while the template is missing")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Empty(c, roleBindingNamespaces(c, si.Name, "view"), "nothing is granted while the template is missing")
+	}, testutil.Timeout, testutil.Interval)
+
+	create(t, testutil.ScopeTemplate(tmplName, []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("alice")))
+	eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
+	eventuallyBoundIn(t, si.Name, "view", ns)
 }
 
 // TestInvalidTemplate: an invalid template is reported on the instance;

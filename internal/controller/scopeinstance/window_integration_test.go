@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -97,8 +98,8 @@ func TestTimeBoundInstance(t *testing.T) {
 	eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
 }
 
-// TestExpiryLandsThroughASpecError: an instance whose template was deleted
-// keeps its bindings (a spec error never revokes by surprise), but its
+// TestExpiryLandsThroughASpecError: an instance whose template turned
+// invalid keeps its bindings (a spec error never revokes by surprise), but its
 // expiry lands all the same; so does a window moved into the future
 // (notBefore later: nothing is granted before it).
 func TestExpiryLandsThroughASpecError(t *testing.T) {
@@ -114,10 +115,12 @@ func TestExpiryLandsThroughASpecError(t *testing.T) {
 	waitBindings(t, expiring.Name, role, ns)
 	waitBindings(t, deferred.Name, role, ns)
 
-	require.NoError(t, k8sClient.Delete(context.Background(), tmpl))
-	eventuallyReady(t, expiring.Name, metav1.ConditionFalse, oriav1alpha1.ReasonTemplateNotFound)
-	eventuallyReady(t, deferred.Name, metav1.ConditionFalse, oriav1alpha1.ReasonTemplateNotFound)
-	assert.ElementsMatch(t, []string{ns}, roleBindingNamespaces(t, expiring.Name, role), "a missing template alone takes nothing away")
+	update(t, tmpl, func() {
+		tmpl.Spec.BindingTemplate.Subjects = append(tmpl.Spec.BindingTemplate.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "Not_A_Name", Namespace: "x"})
+	})
+	eventuallyReady(t, expiring.Name, metav1.ConditionFalse, oriav1alpha1.ReasonTemplateInvalid)
+	eventuallyReady(t, deferred.Name, metav1.ConditionFalse, oriav1alpha1.ReasonTemplateInvalid)
+	assert.ElementsMatch(t, []string{ns}, roleBindingNamespaces(t, expiring.Name, role), "an invalid template alone takes nothing away")
 
 	expiresAt := wholeSecondsFromNow(3 * time.Second)
 	update(t, expiring, func() { expiring.Spec.ExpiresAt = expiresAt })
