@@ -51,12 +51,20 @@ func leads(p *oriaproc.Process) bool {
 }
 
 // handoverReplica starts an oria replica with the suite's flags and
-// handoverLease; guard says whether it serves the escalation guard the API
-// server calls (one replica at a time can: the address is fixed), else it
-// serves it on a port of its own, as a replica behind a Service would.
+// handoverLease (replica).
 func handoverReplica(t *testing.T, name string, guard bool) *oriaproc.Process {
 	t.Helper()
-	args := append(append(slices.Clone(oriaArgs), handoverLease...), cluster.OriaFlags()...)
+	return replica(t, name, guard, handoverLease...)
+}
+
+// replica starts an oria replica with the suite's flags and the flags in
+// extra (none: the default Lease timings); guard says whether it serves
+// the escalation guard the API server calls (one replica at a time can:
+// the address is fixed), else it serves it on a port of its own, as a
+// replica behind a Service would.
+func replica(t *testing.T, name string, guard bool, extra ...string) *oriaproc.Process {
+	t.Helper()
+	args := append(append(slices.Clone(oriaArgs), extra...), cluster.OriaFlags()...)
 	if !guard {
 		ports, err := localcluster.FreePorts(1)
 		require.NoError(t, err)
