@@ -198,7 +198,7 @@ func (s *Standby) look(name string) {
 func (s *Standby) revoke(ctx context.Context, name string) (again bool, err error) {
 	si := &oriav1alpha1.ScopeInstance{}
 	if err := s.deps.Client.Get(ctx, types.NamespacedName{Name: name}, si); err != nil {
-		return false, client.IgnoreNotFound(err)
+		return !apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}
 	now := s.now()
 	if phase, _ := binding.InstanceWindow(si.Spec).At(now); phase == binding.WindowOpen {
