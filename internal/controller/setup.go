@@ -35,8 +35,11 @@ import (
 // (docs/benchmarks.md, the restart rows). It writes nothing early: oria
 // writes only from a reconcile (through the engine), and workers start only
 // on the leader; the handlers and the runnables that run on every replica
-// (the OLM gate, the escalation guard's caches) only read. Without leader
-// election it changes nothing.
+// (the OLM gate, the escalation guard's caches) only read, except the
+// ScopeInstance standby, which only takes away: on a replica that does not
+// lead it ends the access of a grant whose window has closed, when the
+// leader has not (scopeinstance/standby.go). Without leader election it
+// changes nothing.
 func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 	if err := lookup.SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -68,8 +71,14 @@ func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 			return scopetemplate.SetupWithManager(mgr, s.ScopeTemplateDeps(mgr), scopetemplate.Options{MaxConcurrentReconciles: workers})
 		},
 		func() error {
-			return scopeinstance.SetupWithManager(mgr, s.ScopeInstanceDeps(mgr), scopeinstance.Options{MaxConcurrentReconciles: workers,
-				ExpiryWarning: opts.ExpiryWarning})
+			deps := s.ScopeInstanceDeps(mgr)
+			if err := scopeinstance.SetupWithManager(mgr, deps, scopeinstance.Options{MaxConcurrentReconciles: workers,
+				ExpiryWarning: opts.ExpiryWarning}); err != nil {
+				return err
+			}
+			// A closed window's access is ended by a replica that does not
+			// lead, when the leader has not (scopeinstance/standby.go).
+			return mgr.Add(scopeinstance.NewStandby(deps, mgr.GetCache(), mgr.Elected(), nil, 0))
 		},
 		// The sweep: what oria created whose owner is gone is deleted, at
 		// start, at takeover and when seen.

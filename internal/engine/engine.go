@@ -7,7 +7,9 @@
 //   - RBAC objects oria owns: the extension controller's generated
 //     ClusterRoles, the ScopeTemplate controller's inline ClusterRoles, the
 //     ScopeInstance controller's RoleBindings and ClusterRoleBindings
-//     (Ensure, Delete: ensure.go, delete.go; Kinds in kinds.go);
+//     (Ensure, Delete: ensure.go, delete.go; Kinds in kinds.go), and the
+//     gates a replica that does not lead empties (SealGates: seal.go; with
+//     Delete, the ScopeInstance standby's only writes);
 //   - the ScopeTemplates and ScopeInstances compiled from RBACPolicies
 //     (Ensure, Delete; ScopeTemplateKind, ScopeInstanceKind in
 //     oriakinds.go: repaired by an update of the whole spec);
