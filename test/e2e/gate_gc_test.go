@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -111,6 +112,7 @@ func TestGateNameHeldWithoutOria(t *testing.T) {
 	t.Cleanup(func() {
 		_ = k8sClient.Delete(context.Background(), &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: gate}})
 	})
+	writes := watchGateWrites(t, gate, si.Name)
 	deleted := time.Now()
 	require.NoError(t, k8sClient.Delete(ctx, si))
 	until := deleted.Add(15 * time.Second)
@@ -118,14 +120,17 @@ func TestGateNameHeldWithoutOria(t *testing.T) {
 	// The squatter, in a tight loop from the delete on.
 	var squatted atomic.Bool
 	var squatAt time.Time
+	var squatRV uint64
 	namedAtSquat := -1
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for time.Now().Before(until) {
-			err := as.Create(ctx, squat.DeepCopy())
+			created := squat.DeepCopy()
+			err := as.Create(ctx, created)
 			if err == nil {
 				var lerr error
 				squatAt = time.Now()
+				squatRV, _ = strconv.ParseUint(created.ResourceVersion, 10, 64)
 				if namedAtSquat, lerr = namedBy(gate); lerr != nil {
 					t.Errorf("listing the RoleBindings: %v", lerr)
 				}
@@ -169,6 +174,23 @@ func TestGateNameHeldWithoutOria(t *testing.T) {
 	wg.Wait()
 
 	require.True(t, squatted.Load(), "the gate's name was never freed within %s of the delete", until.Sub(deleted))
+	// The order of the writes, by the one etcd's revisions (see
+	// gateWrites): every binding was gone before the squat was made.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		writes.mu.Lock()
+		defer writes.mu.Unlock()
+		assert.Len(c, writes.bindingsGone, gcGateNamespaces, "binding deletions seen")
+		assert.NotZero(c, writes.gateGone, "gate deletion seen")
+	}, testutil.Timeout, testutil.Interval)
+	writes.mu.Lock()
+	after := 0
+	for _, rv := range writes.bindingsGone {
+		if rv > squatRV {
+			after++
+		}
+	}
+	writes.mu.Unlock()
+	assert.Zero(t, after, "%d of the gate's %d RoleBindings were deleted after the squat was created", after, gcGateNamespaces)
 	assert.Zero(t, namedAtSquat, "the squat was created while %d RoleBindings still named the gate", namedAtSquat)
 	assert.Zero(t, allowed.Load(), "%d of %d SubjectAccessReviews let the bindings' subject read secrets (first in %s)",
 		allowed.Load(), reviews.Load(), firstAllowed)
@@ -181,6 +203,6 @@ func TestGateNameHeldWithoutOria(t *testing.T) {
 	assert.Empty(t, got.OwnerReferences)
 	assert.Nil(t, got.DeletionTimestamp)
 	t.Logf("gated instance over %d namespaces deleted with no oria running: the squat succeeded %s after the delete, "+
-		"with %d RoleBindings naming the gate; %d SubjectAccessReviews, %d allowed",
-		gcGateNamespaces, squatAt.Sub(deleted).Round(time.Millisecond), namedAtSquat, reviews.Load(), allowed.Load())
+		"%d bindings deleted after it, %d named the gate just after it; %d SubjectAccessReviews, %d allowed",
+		gcGateNamespaces, squatAt.Sub(deleted).Round(time.Millisecond), after, namedAtSquat, reviews.Load(), allowed.Load())
 }
