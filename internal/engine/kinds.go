@@ -107,11 +107,19 @@ func metaUpToDate(cur, want metav1.Object) bool {
 func holds(cur, want metav1.Object) bool {
 	refs := want.GetOwnerReferences()
 	for i := 1; i < len(refs); i++ {
-		if !slices.ContainsFunc(cur.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return equality.Semantic.DeepEqual(r, refs[i]) }) {
+		if !slices.ContainsFunc(cur.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return sameRef(r, refs[i]) }) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameRef compares owner references field by field (no reflection: an
+// unchanged reconcile compares one per binding).
+func sameRef(a, b metav1.OwnerReference) bool {
+	return a.UID == b.UID && a.Name == b.Name && a.Kind == b.Kind && a.APIVersion == b.APIVersion &&
+		ptr.Deref(a.Controller, false) == ptr.Deref(b.Controller, false) &&
+		ptr.Deref(a.BlockOwnerDeletion, false) == ptr.Deref(b.BlockOwnerDeletion, false)
 }
 
 // controlled reports whether cur's controller is want's.
