@@ -7,6 +7,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/names"
@@ -125,8 +127,53 @@ func GateRole(inst *oriav1alpha1.ScopeInstance, sources []GateSource, open bool)
 			Labels:          ownership.GateLabels(inst.Name),
 			Annotations:     map[string]string{oriav1alpha1.AnnotationGateRoles: strings.Join(roleNames, ",")},
 			OwnerReferences: []metav1.OwnerReference{ownership.Ref(ownership.KindScopeInstance, inst.Name, inst.UID)},
+			Finalizers:      []string{metav1.FinalizerDeleteDependents},
 		},
 		Rules: rules,
+	}
+}
+
+// A gate's name stays held while any binding names it, whoever deletes its
+// instance, oria running or not. oria deletes a gate only after its
+// bindings; the garbage collector, when the instance is deleted while no
+// oria runs, deletes the gate and the bindings (its dependents) in any
+// order, and a ClusterRole created under the gate's name before the last
+// binding goes would grant its rules to the bindings' subjects (issue 38,
+// case 5). So a gate carries the foregroundDeletion finalizer from its
+// creation, and each of its bindings an owner reference to it that blocks
+// its deletion (HoldGate): the collector deletes an object whose owners
+// are gone with the propagation its finalizers ask for, so the gate is
+// deleted in the foreground, and stays (terminating, its name held) until
+// no binding that blocks it is left; then the collector removes the
+// finalizer. oria, which deletes the bindings first, removes the finalizer
+// itself when it deletes a gate (engine.Delete), so that no gate waits for
+// a collector that may not run.
+
+// GateHold returns the owner reference by which a binding of the gate with
+// this name and UID blocks the gate's deletion.
+func GateHold(gate string, uid types.UID) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         rbacv1.SchemeGroupVersion.String(),
+		Kind:               "ClusterRole",
+		Name:               gate,
+		UID:                uid,
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// HoldGate adds hold (GateHold) to the owner references of the bindings
+// that name its gate, after their controller reference. The bindings of
+// one instance share one owner slice (RoleBindings): so do the held ones.
+func HoldGate(rbs []*rbacv1.RoleBinding, hold metav1.OwnerReference) {
+	var shared []metav1.OwnerReference
+	for _, rb := range rbs {
+		if rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != hold.Name || len(rb.OwnerReferences) != 1 {
+			continue
+		}
+		if shared == nil || shared[0].UID != rb.OwnerReferences[0].UID {
+			shared = []metav1.OwnerReference{rb.OwnerReferences[0], hold}
+		}
+		rb.OwnerReferences = shared
 	}
 }
 

@@ -6,10 +6,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
+	"k8s.io/utils/ptr"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/ownership"
@@ -64,6 +67,7 @@ func TestGateRole(t *testing.T) {
 		Labels:          ownership.GateLabels("team-a"),
 		Annotations:     map[string]string{oriav1alpha1.AnnotationGateRoles: "a-role,b-role,missing"},
 		OwnerReferences: []metav1.OwnerReference{ownership.Ref(ownership.KindScopeInstance, "team-a", "uid-1")},
+		Finalizers:      []string{metav1.FinalizerDeleteDependents},
 	}
 	typeMeta := metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}
 	seal := ownership.GateSeal(GateName("team-a", "uid-1"))
@@ -166,5 +170,35 @@ func TestGateSeal(t *testing.T) {
 	clusterAdmin := append(admin, rbacv1.PolicyRule{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}})
 	if ok, _ := rbacvalidation.Covers(clusterAdmin, full.Rules); !ok {
 		t.Errorf("cluster-admin does not cover the gate %v", full.Rules)
+	}
+}
+
+// TestHoldGate: the bindings of the gate, and only those, get a second
+// owner reference, to the gate by its UID, that blocks its deletion; the
+// controller reference stays first, and the held bindings share one slice.
+func TestHoldGate(t *testing.T) {
+	inst := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "uid-1"}}
+	gate := GateName("team-a", "uid-1")
+	rbs := RoleBindings(inst, "tmpl", []string{gate, "view"}, []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}, []string{"a", "b"})
+	require.Len(t, rbs, 4)
+	hold := GateHold(gate, "gate-uid")
+	assert.Equal(t, metav1.OwnerReference{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: gate, UID: "gate-uid", BlockOwnerDeletion: ptr.To(true)}, hold)
+	HoldGate(rbs, hold)
+	var held [][]metav1.OwnerReference
+	for _, rb := range rbs {
+		if rb.RoleRef.Name != gate {
+			assert.Len(t, rb.OwnerReferences, 1, "a binding of another role holds nothing")
+			continue
+		}
+		require.Len(t, rb.OwnerReferences, 2)
+		assert.Equal(t, ownership.Ref(ownership.KindScopeInstance, "team-a", "uid-1"), rb.OwnerReferences[0])
+		assert.Equal(t, hold, rb.OwnerReferences[1])
+		held = append(held, rb.OwnerReferences)
+	}
+	require.Len(t, held, 2)
+	assert.Same(t, &held[0][0], &held[1][0], "the held bindings share one owner slice")
+	HoldGate(rbs, hold)
+	for _, rb := range rbs {
+		assert.LessOrEqual(t, len(rb.OwnerReferences), 2, "holding twice adds nothing")
 	}
 }

@@ -1,16 +1,20 @@
 package engine_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/engine"
+	"github.com/operator-framework/oria/internal/ownership"
 )
 
 func TestGateRoleKind(t *testing.T) {
@@ -63,4 +67,66 @@ func TestGateRoleKind(t *testing.T) {
 			assert.Equal(t, tc.want.Annotations[oriav1alpha1.AnnotationGateRoles], merged.Annotations[oriav1alpha1.AnnotationGateRoles])
 		})
 	}
+}
+
+// TestGateHeld: a gate made by an earlier oria, without its
+// foregroundDeletion finalizer, is not up to date and gains it by the
+// update; a gate being deleted never gains a finalizer (the API server
+// refuses it). A binding of the gate without its hold on the gate, or with
+// a hold on an earlier gate's UID, is not up to date, and the merge gives
+// it the hold, its controller reference first, other references kept.
+func TestGateHeld(t *testing.T) {
+	kind := engine.GateRoleKind()
+	want := binding.GateRole(instance("inst"), nil, false)
+	old := want.DeepCopy()
+	old.Finalizers = nil
+	assert.False(t, kind.UpToDate(old, want), "a gate without its finalizer")
+	merged, _ := kind.Merge(old, want)
+	assert.Equal(t, []string{metav1.FinalizerDeleteDependents}, merged.Finalizers)
+	assert.True(t, kind.UpToDate(merged, want))
+	deleting := old.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Unix(1000, 0)}
+	merged, _ = kind.Merge(deleting, want)
+	assert.Empty(t, merged.Finalizers, "no finalizer is added to a gate being deleted")
+
+	inst := instance("inst")
+	rb := binding.RoleBindings(inst, "tmpl", []string{want.Name}, []rbacv1.Subject{sa("bot", "ns")}, []string{"ns"})[0]
+	unheld := rb.DeepCopy()
+	unheld.OwnerReferences = append(unheld.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "other-uid"})
+	binding.HoldGate([]*rbacv1.RoleBinding{rb}, binding.GateHold(want.Name, "gate-uid"))
+	assert.False(t, engine.RoleBindingKind.UpToDate(unheld, rb), "a binding that does not hold its gate")
+	stale := rb.DeepCopy()
+	stale.OwnerReferences[1].UID = "earlier-gate-uid"
+	assert.False(t, engine.RoleBindingKind.UpToDate(stale, rb), "a binding holding an earlier gate")
+	assert.True(t, engine.RoleBindingKind.UpToDate(rb.DeepCopy(), rb))
+
+	uncontrolled := unheld.DeepCopy()
+	uncontrolled.OwnerReferences = uncontrolled.OwnerReferences[1:]
+	merged2, update := engine.RoleBindingKind.Merge(uncontrolled, rb)
+	require.True(t, update)
+	assert.Equal(t, []metav1.OwnerReference{unheld.OwnerReferences[1], rb.OwnerReferences[0], rb.OwnerReferences[1]}, merged2.OwnerReferences)
+	assert.True(t, engine.RoleBindingKind.UpToDate(merged2, rb))
+}
+
+// TestEmptyGatesBeingDeleted: a gate the garbage collector deletes in the
+// foreground (its instance gone) is emptied as it is: its finalizer stays,
+// so its name stays held until its bindings are gone; it is not released
+// and made again.
+func TestEmptyGatesBeingDeleted(t *testing.T) {
+	ctx := context.Background()
+	gate := binding.GateRole(instance("inst"), []binding.GateSource{{Name: "pod-reader", Rules: podRules}}, true)
+	gate.DeletionTimestamp = &metav1.Time{Time: time.Unix(1000, 0)}
+	var c calls
+	cl := fakeClient(t, &c, gate)
+	live := &rbacv1.ClusterRole{}
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(gate), live))
+	s := engine.Summarize(engine.EmptyGates(ctx, writer(t, cl, nil), []*rbacv1.ClusterRole{live}))
+	require.Empty(t, s.Errors)
+	assert.Equal(t, 1, s.Count[engine.Updated])
+	got := &rbacv1.ClusterRole{}
+	require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(gate), got))
+	assert.Equal(t, live.UID, got.UID, "the same gate")
+	assert.Equal(t, []string{metav1.FinalizerDeleteDependents}, got.Finalizers, "its name stays held")
+	assert.False(t, ownership.GateGrants(got), "emptied: %v", got.Rules)
+	assert.Zero(t, c.create.Load()+c.del.Load())
 }

@@ -7,8 +7,8 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,12 +91,35 @@ func bindingKind[T client.Object](name string, newT func() T, parts func(T) (*rb
 	}
 }
 
-// metaUpToDate reports whether cur has want's labels, annotations and
-// controller reference.
+// metaUpToDate reports whether cur has want's labels, annotations,
+// controller reference, its other owner references (a binding's hold on
+// its gate, binding.HoldGate) exactly, and its finalizers (a gate's
+// foregroundDeletion).
 func metaUpToDate(cur, want metav1.Object) bool {
 	return ownership.HasLabels(cur.GetLabels(), want.GetLabels()) &&
 		ownership.HasLabels(cur.GetAnnotations(), want.GetAnnotations()) &&
-		controlled(cur, want)
+		controlled(cur, want) && holds(cur, want) &&
+		!slices.ContainsFunc(want.GetFinalizers(), func(f string) bool { return !slices.Contains(cur.GetFinalizers(), f) })
+}
+
+// holds reports whether cur has every owner reference of want after its
+// first (the controller), exactly.
+func holds(cur, want metav1.Object) bool {
+	refs := want.GetOwnerReferences()
+	for i := 1; i < len(refs); i++ {
+		if !slices.ContainsFunc(cur.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return sameRef(r, refs[i]) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameRef compares owner references field by field (no reflection: an
+// unchanged reconcile compares one per binding).
+func sameRef(a, b metav1.OwnerReference) bool {
+	return a.UID == b.UID && a.Name == b.Name && a.Kind == b.Kind && a.APIVersion == b.APIVersion &&
+		ptr.Deref(a.Controller, false) == ptr.Deref(b.Controller, false) &&
+		ptr.Deref(a.BlockOwnerDeletion, false) == ptr.Deref(b.BlockOwnerDeletion, false)
 }
 
 // controlled reports whether cur's controller is want's.
@@ -105,8 +128,11 @@ func controlled(cur, want metav1.Object) bool {
 	return len(refs) == 0 || ownership.IsControlledBy(cur.GetOwnerReferences(), refs[0])
 }
 
-// mergeMeta sets want's labels (less drop), annotations and controller on
-// out. Other references are kept; every other controller reference goes.
+// mergeMeta sets want's labels (less drop), annotations, owner references
+// (its first is the controller) and finalizers on out. Other references
+// are kept, but for those of the same UIDs; every other controller
+// reference goes. A finalizer is not added to an object being deleted (the
+// API server refuses it).
 func mergeMeta(out, want metav1.Object, drop []string) {
 	labels := maps.Clone(out.GetLabels())
 	if labels == nil {
@@ -126,11 +152,19 @@ func mergeMeta(out, want metav1.Object, drop []string) {
 		out.SetAnnotations(ann)
 	}
 	if refs := want.GetOwnerReferences(); len(refs) > 0 {
-		ref := refs[0]
 		kept := slices.DeleteFunc(slices.Clone(out.GetOwnerReferences()), func(r metav1.OwnerReference) bool {
-			return ptr.Deref(r.Controller, false) || r.UID == ref.UID
+			return ptr.Deref(r.Controller, false) || slices.ContainsFunc(refs, func(w metav1.OwnerReference) bool { return w.UID == r.UID })
 		})
-		out.SetOwnerReferences(append(kept, ref))
+		out.SetOwnerReferences(append(kept, refs...))
+	}
+	if out.GetDeletionTimestamp().IsZero() {
+		fins := slices.Clone(out.GetFinalizers())
+		for _, f := range want.GetFinalizers() {
+			if !slices.Contains(fins, f) {
+				fins = append(fins, f)
+			}
+		}
+		out.SetFinalizers(fins)
 	}
 }
 
@@ -181,10 +215,14 @@ func GateRoleKind() Kind[*rbacv1.ClusterRole] {
 // the caller read them, that have some, all but the seal (ownership.GateSeal:
 // an empty gate is not bindable by everyone): their bindings then grant nothing,
 // at once, before the bindings and the gates themselves are deleted. One
-// update each (GateRoleKind); a gate already empty costs nothing.
+// update each (GateRoleKind); a gate already empty costs nothing. A gate
+// being deleted is emptied as it is, never recreated (Ensure would remove
+// its finalizers first): the garbage collector deletes a gate whose
+// instance is gone in the foreground, and its foregroundDeletion finalizer
+// holds the name until no binding names it (binding.GateRole).
 func EmptyGates(ctx context.Context, w *Writer, gates []*rbacv1.ClusterRole) []Outcome {
-	var want []*rbacv1.ClusterRole
-	cached := map[types.NamespacedName]*rbacv1.ClusterRole{}
+	var out []Outcome
+	var todo []*rbacv1.ClusterRole
 	for _, g := range gates {
 		if g == nil {
 			continue
@@ -193,14 +231,30 @@ func EmptyGates(ctx context.Context, w *Writer, gates []*rbacv1.ClusterRole) []O
 		if equality.Semantic.DeepEqual(g.Rules, sealed) && g.AggregationRule == nil {
 			continue
 		}
+		if !ownership.IsManaged(g) {
+			out = append(out, Outcome{Name: g.Name, Action: Conflict, Err: conflictError("ClusterRole", g), Existing: g})
+			continue
+		}
+		todo = append(todo, g)
+	}
+	if len(todo) == 0 {
+		if len(out) == 0 {
+			return nil
+		}
+		return w.Engine.observe("ClusterRole", out)
+	}
+	k := GateRoleKind()
+	emptied := make([]Outcome, len(todo))
+	w.Engine.Parallel(w.workers(), len(todo), func(i int) {
+		g := todo[i]
 		empty := g.DeepCopy()
-		empty.Rules, empty.AggregationRule = sealed, nil
-		want = append(want, empty)
-		cached[Key(g)] = g
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	owns := func(o client.Object) bool { return ownership.IsManaged(o) }
-	return Ensure(ctx, w, GateRoleKind(), owns, want, cached)
+		empty.Rules, empty.AggregationRule = []rbacv1.PolicyRule{ownership.GateSeal(g.Name)}, nil
+		emptied[i] = Outcome{Name: g.Name}
+		emptied[i].Action, emptied[i].Err = repair(ctx, w, k, g, empty)
+		if apierrors.IsNotFound(emptied[i].Err) {
+			// Gone: it grants nothing.
+			emptied[i].Action, emptied[i].Err = Unchanged, nil
+		}
+	})
+	return w.Engine.observe(k.Name, append(out, emptied...))
 }

@@ -195,6 +195,35 @@ func (r *Reconciler) writeGate(ctx context.Context, si *oriav1alpha1.ScopeInstan
 	return engine.Ensure(ctx, r.writer(), gateKind, owns, []*rbacv1.ClusterRole{g.want}, cached)
 }
 
+// holdGate makes each of rbs that names the instance's gate block the
+// gate's deletion (binding.HoldGate), by its UID: the cached gate's, or,
+// when it was created (or replaced) just now, the API server's.
+func (r *Reconciler) holdGate(ctx context.Context, si *oriav1alpha1.ScopeInstance, g *gatePlan, rbs []*rbacv1.RoleBinding) error {
+	if g == nil || g.want == nil || g.conflict != "" || len(rbs) == 0 {
+		return nil
+	}
+	uid := types.UID("")
+	if g.cur != nil && g.cur.DeletionTimestamp.IsZero() {
+		uid = g.cur.UID
+	} else {
+		live := &rbacv1.ClusterRole{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Name: g.want.Name}, live)
+		switch {
+		case apierrors.IsNotFound(err):
+			// Not created (a conflict, reported), or gone again: the next
+			// reconcile creates it, and then its bindings.
+			return fmt.Errorf("the gate %q of this time-bound grant does not exist yet", g.want.Name)
+		case err != nil:
+			return fmt.Errorf("reading the gate %q: %w", g.want.Name, err)
+		case !ownership.ControlledByUID(live, si.UID):
+			return fmt.Errorf("ClusterRole %q, the gate of this time-bound grant, was not created by oria for this instance", g.want.Name)
+		}
+		uid = live.UID
+	}
+	binding.HoldGate(rbs, binding.GateHold(g.want.Name, uid))
+	return nil
+}
+
 // emptyGates removes the rules of gates (oria's, as the cache shows them)
 // that have any, so that their bindings grant nothing before they go.
 func (r *Reconciler) emptyGates(ctx context.Context, gates []*rbacv1.ClusterRole) []engine.Outcome {
@@ -266,3 +295,9 @@ func (r *Reconciler) gatedInstances(ctx context.Context, role string) []string {
 // A gate holds copies of rules oria itself need not hold: writing it needs
 // escalate (as writing a template's inline roles does).
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;list;watch;create;update;patch;delete;bind;escalate
+
+// A gate's bindings block its deletion (binding.HoldGate): where the
+// OwnerReferencesPermissionEnforcement admission plugin is on, setting
+// blockOwnerDeletion on a reference to a ClusterRole needs update on its
+// finalizers.
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles/finalizers,verbs=update

@@ -137,6 +137,9 @@ func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 			return r.gateMissing(si, g), nil
 		}
 	}
+	if err := r.holdGate(ctx, si, p.gate, v.rbs); err != nil {
+		return result{}, err
+	}
 	ensuredRBs := engine.Ensure(ctx, w, engine.RoleBindingKind, owns, v.rbs, existingRBs)
 	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, v.crbs, existingCRBs)
 	if !p.gate.gateFirstNow() {
