@@ -165,7 +165,7 @@ func Plan(st *PlanState, objs []client.Object, verdicts []PlannedObject) PlanRep
 	for i := range st.ClusterRoles {
 		p.roles[st.ClusterRoles[i].Name] = &st.ClusterRoles[i]
 	}
-	p.unreadNotes()
+	p.unreadNotes(objs)
 	changedTemplates, changedInstances := map[string]bool{}, map[string]bool{}
 	for _, o := range objs {
 		switch o := o.(type) {

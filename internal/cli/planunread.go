@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
 
@@ -28,11 +30,18 @@ var unreadWhat = map[string]string{
 }
 
 // unreadNotes records the lists the requester may not read, and a note
-// for each.
-func (p *planner) unreadNotes() {
+// for each that matters to objs (ClusterExtensions and CRDs only to
+// RBACPolicies).
+func (p *planner) unreadNotes(objs []client.Object) {
 	p.report.Unread, p.report.As = slices.Clone(p.st.Unread), p.st.Requester
+	policies := slices.ContainsFunc(objs, func(o client.Object) bool {
+		_, ok := o.(*oriav1alpha1.RBACPolicy)
+		return ok
+	})
 	for _, l := range p.st.Unread {
-		p.note("%s may not list %s: %s", p.requester(), l, unreadWhat[l])
+		if policies || (l != ListExtensions && l != ListCRDs) {
+			p.note("%s may not list %s: %s", p.requester(), l, unreadWhat[l])
+		}
 	}
 }
 
