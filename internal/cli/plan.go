@@ -145,6 +145,10 @@ type planner struct {
 	instances map[string]*oriav1alpha1.ScopeInstance
 	roles     map[string]*rbacv1.ClusterRole
 	report    PlanReport
+	// ceiling is the ServiceAccount the bindings being diffed are written
+	// as (planceiling.go), checks what it is asked.
+	ceiling *oriav1alpha1.ServiceAccountReference
+	checks  []ceilingCheck
 }
 
 // Plan computes what applying objs (RBACPolicies, ScopeTemplates and
@@ -154,6 +158,12 @@ type planner struct {
 // one per object. Objects of the file replace the cluster's of the same
 // name; a policy is replaced by what it compiles into.
 func Plan(st *PlanState, objs []client.Object, verdicts []PlannedObject) PlanReport {
+	report, _ := plan(st, objs, verdicts)
+	return report
+}
+
+// plan is Plan, with the bindings a ServiceAccount ceiling writes.
+func plan(st *PlanState, objs []client.Object, verdicts []PlannedObject) (PlanReport, []ceilingCheck) {
 	p := &planner{st: st, templates: map[string]*oriav1alpha1.ScopeTemplate{}, instances: map[string]*oriav1alpha1.ScopeInstance{},
 		roles: map[string]*rbacv1.ClusterRole{}, report: PlanReport{Objects: verdicts, Changes: []Change{}}}
 	for i := range st.Templates {
@@ -210,7 +220,7 @@ func Plan(st *PlanState, objs []client.Object, verdicts []PlannedObject) PlanRep
 	slices.SortStableFunc(p.report.Changes, func(a, b Change) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)), cmp.Compare(a.Name, b.Name))
 	})
-	return p.report
+	return p.report, p.checks
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {

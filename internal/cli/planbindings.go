@@ -116,11 +116,10 @@ func (p *planner) instanceChanges(name string, si *oriav1alpha1.ScopeInstance) {
 	}
 	keep := binding.Keep(si.Name, want, targets, nil)
 	stale := append(binding.Objects(binding.Stale(haveRBs, keep, targets)), binding.Objects(binding.Stale(haveCRBs, keep, targets))...)
+	p.ceiling = si.Spec.ServiceAccount
 	p.diff(owner, want, existing, stale)
+	p.ceiling = nil
 	p.deleteGates(owner, gates, "") // a gate left from when the instance was gated
-	if sa := si.Spec.ServiceAccount; sa != nil {
-		p.note("ScopeInstance %s: bindings are written as ServiceAccount %s/%s: those it could not create itself are not written", si.Name, sa.Namespace, sa.Name)
-	}
 }
 
 // resolve finds what an instance binds, where, as the ScopeInstance
@@ -184,6 +183,7 @@ func (p *planner) diff(owner string, want, existing, stale []client.Object) {
 		if !ok {
 			c.Action = ActionCreate
 			p.change(c)
+			p.askCeiling(c, w, nil)
 			continue
 		}
 		hRef, hSubj := bindingOf(h)
@@ -196,6 +196,7 @@ func (p *planner) diff(owner string, want, existing, stale []client.Object) {
 			c.Detail = "roleRef " + hRef.Name + " -> " + ref.Name
 		}
 		p.change(c)
+		p.askCeiling(c, w, h)
 	}
 	for _, o := range stale {
 		ref, subj := bindingOf(o)

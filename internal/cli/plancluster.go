@@ -266,7 +266,11 @@ func requester(ctx context.Context, c client.Client) string {
 // the file creates before it is judged against that template (the dry run
 // carries it in AnnotationPlannedTemplate, which the guard reads on dry
 // runs only).
-func PlanFile(ctx context.Context, c client.Client, objs []client.Object) (*PlanReport, error) {
+//
+// With an Impersonator, the bindings a ServiceAccount ceiling writes are
+// dry run as that ServiceAccount (planceiling.go): those it may not write
+// are listed as REFUSED.
+func PlanFile(ctx context.Context, c client.Client, objs []client.Object, ceilings ...Impersonator) (*PlanReport, error) {
 	var proposed []client.Object
 	var verdicts []PlannedObject
 	var notes []string
@@ -309,7 +313,14 @@ func PlanFile(ctx context.Context, c client.Client, objs []client.Object) (*Plan
 			return nil, err
 		}
 	}
-	report := PlanJudged(st, proposed, verdicts)
+	report, checks := planJudged(st, proposed, verdicts)
+	if len(checks) > 0 {
+		var imp Impersonator
+		if len(ceilings) > 0 {
+			imp = ceilings[0]
+		}
+		checkCeilings(ctx, c, imp, &report, checks)
+	}
 	report.Notes = append(notes, report.Notes...)
 	return &report, nil
 }

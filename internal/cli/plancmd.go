@@ -7,6 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/operator-framework/oria/internal/impersonate"
 )
 
 func planCommand(cs *clients, streams genericiooptions.IOStreams) *cobra.Command {
@@ -51,7 +54,11 @@ printed first), 1 when plan could not run.`,
 				if err != nil {
 					return err
 				}
-				if report, err = PlanFile(cmd.Context(), c, objs); err != nil {
+				imp, err := ceilingClients(cs)
+				if err != nil {
+					return err
+				}
+				if report, err = PlanFile(cmd.Context(), c, objs, imp); err != nil {
 					return err
 				}
 			}
@@ -128,6 +135,22 @@ func PlanHeader(r *PlanReport) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// ceilingClients hands out clients acting as a ServiceAccount, from
+// kubectl's flags (their --as replaced), for the dry runs of the bindings a
+// ceiling writes.
+func ceilingClients(cs *clients) (Impersonator, error) {
+	cfg, err := cs.flags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return impersonate.New(cfg, client.Options{Scheme: scheme})
 }
 
 // PlanNames are the lines of plan -o name: one per object that exists and

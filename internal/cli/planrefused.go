@@ -13,7 +13,14 @@ import (
 // what only refused objects would change is listed too, marked Refused,
 // and not counted. The templates and notes are those of every object.
 func PlanJudged(st *PlanState, objs []client.Object, verdicts []PlannedObject) PlanReport {
-	full := Plan(st, objs, verdicts)
+	report, _ := planJudged(st, objs, verdicts)
+	return report
+}
+
+// planJudged is PlanJudged, with the bindings a ServiceAccount ceiling
+// writes for the admitted objects.
+func planJudged(st *PlanState, objs []client.Object, verdicts []PlannedObject) (PlanReport, []ceilingCheck) {
+	full, checks := plan(st, objs, verdicts)
 	var admitted []client.Object
 	for i, o := range objs {
 		if i < len(verdicts) && verdicts[i].Admitted {
@@ -21,9 +28,9 @@ func PlanJudged(st *PlanState, objs []client.Object, verdicts []PlannedObject) P
 		}
 	}
 	if len(admitted) == len(objs) {
-		return full
+		return full, checks
 	}
-	only := Plan(st, admitted, verdicts)
+	only, checks := plan(st, admitted, verdicts)
 	happens := map[string]int{}
 	for _, c := range only.Changes {
 		happens[changeKey(c)]++
@@ -41,7 +48,7 @@ func PlanJudged(st *PlanState, objs []client.Object, verdicts []PlannedObject) P
 	slices.SortStableFunc(out.Changes, func(a, b Change) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)), cmp.Compare(a.Name, b.Name))
 	})
-	return out
+	return out, checks
 }
 
 func changeKey(c Change) string { return fmt.Sprintf("%#v", c) }

@@ -188,3 +188,64 @@ func TestKubectlOriaPlanNames(t *testing.T) {
 	}
 	assert.Equal(t, want, strings.Split(strings.TrimSpace(string(got)), "\n"), "%s", sh)
 }
+
+// TestKubectlOriaPlanCeiling (issue 42): the bindings an instance writes as
+// its ServiceAccount ceiling are dry run as that ServiceAccount: the one in
+// a namespace where it may write RoleBindings but does not hold the role's
+// permissions (the API server's escalation check) is listed as REFUSED, with
+// the API server's reason, and not counted; applied, oria writes the other
+// one only (checked by SubjectAccessReview).
+func TestKubectlOriaPlanCeiling(t *testing.T) {
+	testutil.NeedCluster(t)
+	ctx := context.Background()
+	saNS, held, beyond := createNamespace(t, "plan-ceiling-sa", nil), createNamespace(t, "plan-ceiling", nil), createNamespace(t, "plan-ceiling", nil)
+	pods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}
+	ceiling(t, saNS, "sa-x", []rbacv1.PolicyRule{pods}, held)
+	// In beyond it may write RoleBindings, but does not hold pods.
+	grantCeiling(t, saNS, "sa-x", beyond, []rbacv1.PolicyRule{{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"rolebindings"},
+		Verbs: []string{"get", "create", "update", "patch"}}})
+	operator, role := testutil.UniqueName("operator"), testutil.UniqueName("operator-role")
+	tmpl := &oriav1alpha1.ScopeTemplate{ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("plan-ceiling")}, Spec: oriav1alpha1.ScopeTemplateSpec{
+		ClusterRoles:    []oriav1alpha1.ClusterRoleTemplate{{Name: role, Rules: []rbacv1.PolicyRule{pods}}},
+		BindingTemplate: oriav1alpha1.BindingTemplate{Subjects: []rbacv1.Subject{testutil.User(operator)}}}}
+	require.NoError(t, k8sClient.Create(ctx, tmpl))
+	cleanup(t, tmpl)
+	// The inline role exists while an instance uses the template.
+	user := scopeInstance(testutil.UniqueName("plan-ceiling"), tmpl.Name, saNS)
+	require.NoError(t, k8sClient.Create(ctx, user))
+	cleanup(t, user)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NoError(c, k8sClient.Get(ctx, client.ObjectKey{Name: role}, &rbacv1.ClusterRole{}))
+	}, testutil.Timeout, testutil.Interval)
+	si := scopeInstance(testutil.UniqueName("plan-ceiling"), tmpl.Name, held, beyond)
+	si.TypeMeta = metav1.TypeMeta{APIVersion: oriav1alpha1.GroupVersion.String(), Kind: "ScopeInstance"}
+	si.Spec.ServiceAccount = &oriav1alpha1.ServiceAccountReference{Namespace: saNS, Name: "sa-x"}
+	file := writeObjects(t, si)
+
+	out := kubectlOria(t, "plan", "-f", file)
+	t.Logf("kubectl oria plan:\n%s", out)
+	name := binding.BindingName(si.Name, role)
+	for _, s := range []string{
+		"ScopeInstance " + si.Name + ": RoleBinding " + beyond + "/" + name + " is written as ServiceAccount " + saNS + "/sa-x (spec.serviceAccount), which may not create it: ",
+		"attempting to grant RBAC permissions not currently held",
+		"\n1 to create, 0 to update, 0 to delete, 0 unchanged; 1 REFUSED (not written)\n",
+	} {
+		assert.Contains(t, out, s)
+	}
+	report := planOf(t, "-f", file)
+	var lines []string
+	for _, c := range report.Changes {
+		lines = append(lines, c.Namespace+" "+c.Action+" "+strings.TrimSpace(map[bool]string{true: "refused"}[c.Refused]))
+	}
+	assert.ElementsMatch(t, []string{held + " create ", beyond + " create refused"}, lines)
+
+	si.TypeMeta = metav1.TypeMeta{}
+	require.NoError(t, k8sClient.Create(ctx, si))
+	cleanup(t, si)
+	as := func(ns string) testutil.Access {
+		return testutil.Access{User: operator, Verb: "list", Resource: "pods", Namespace: ns}
+	}
+	eventuallyAccess(t, true, as(held))
+	eventuallyAccess(t, false, as(beyond))
+	assert.Equal(t, []string{held + "/" + name + " " + role + " User " + operator}, instanceBindings(t, si.Name), "what plan said")
+}
