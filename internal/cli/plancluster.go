@@ -274,6 +274,7 @@ func PlanFile(ctx context.Context, c client.Client, objs []client.Object, ceilin
 	var proposed []client.Object
 	var verdicts []PlannedObject
 	var notes []string
+	as := ""                                            // who the API server says the plan runs as, once asked
 	created := map[string]*oriav1alpha1.ScopeTemplate{} // templates the file creates, as the dry run stored them
 	for _, obj := range objs {
 		o, op, err := Proposed(ctx, c, obj)
@@ -281,7 +282,10 @@ func PlanFile(ctx context.Context, c client.Client, objs []client.Object, ceilin
 			// kubectl apply could not read it either; the create's dry
 			// run says whether it exists.
 			o, op, err = obj, ActionCreate, nil
-			notes = append(notes, fmt.Sprintf("%s %s cannot be read as %s: it is judged as a create", kindName(obj), obj.GetName(), requester(ctx, c)))
+			if as == "" {
+				as = requester(ctx, c)
+			}
+			notes = append(notes, fmt.Sprintf("%s %s cannot be read as %s: it is judged as a create", kindName(obj), obj.GetName(), as))
 		}
 		if err != nil {
 			return nil, err
@@ -305,9 +309,10 @@ func PlanFile(ctx context.Context, c client.Client, objs []client.Object, ceilin
 	if err != nil {
 		return nil, err
 	}
-	if len(st.Unread) > 0 {
-		st.Requester = requester(ctx, c)
+	if len(st.Unread) > 0 && as == "" {
+		as = requester(ctx, c)
 	}
+	st.Requester = as
 	if slices.Contains(st.Unread, ListNamespaces) {
 		if err := namedNamespaces(ctx, c, st, proposed); err != nil {
 			return nil, err

@@ -30,7 +30,8 @@ standard input; documents separated by ---, or Lists) and prints, writing nothin
   deleted, per namespace, computed with oria's own functions (policy compilation, binding
   layer) from the cluster as it is, and compared with what exists.
 An update keeps the object's metadata and replaces its spec, as kubectl apply of a full spec
-does. What an object the API server refuses would write is listed as REFUSED, and not counted.
+does. What an object the API server refuses would write is listed as REFUSED, and not counted,
+as is a binding that an instance's ServiceAccount ceiling may not write (a dry run as it).
 What you may not read (namespaces, ClusterRoles, bindings) is named in a note, with what it
 leaves unknown. -o name prints one line per object that exists and would change (updated or
 deleted, and the file's objects that exist), "-n NAMESPACE resource/name" for a namespaced one,
