@@ -145,7 +145,9 @@ func TestPlanGated(t *testing.T) {
 	}{
 		{name: "pending, as oria left it", notBefore: at(time.Hour), expires: at(2 * time.Hour), live: true,
 			unchanged: 5, // the compiled template and instance, the gate, its 2 bindings
-			note:      "its bindings are made now, to its gate, ClusterRole " + gate + ", which holds no rule before spec.notBefore"},
+			note: "its bindings are made now, to its gate, ClusterRole " + gate + ", which holds no rule until 2025-06-06T17:00:00Z (spec.notBefore); " +
+				"oria fills it then with the rules of its ScopeTemplate's roles, and empties it at 2025-06-06T18:00:00Z (spec.expiresAt): " +
+				strings.ReplaceAll(rules, "} {", "}; {")},
 		{name: "open, the gate still empty", notBefore: at(-time.Hour), expires: at(2 * time.Hour), live: true,
 			unchanged: 4, want: []string{"update ClusterRole /" + gate + "   " + rules}},
 		{name: "open, as oria left it", notBefore: at(-time.Hour), expires: at(2 * time.Hour), live: true, filled: true, unchanged: 5,
@@ -158,7 +160,7 @@ func TestPlanGated(t *testing.T) {
 		{name: "not created yet", notBefore: at(time.Hour), expires: at(2 * time.Hour), want: []string{
 			"create ScopeTemplate /rbacpolicy-devs",
 			"create ScopeInstance /rbacpolicy-devs",
-			"create ClusterRole /" + placeholder + "   no rule until spec.notBefore (stands for " + apps.CRD + "-view," + apps.CRD + "-view-crdview)",
+			"create ClusterRole /" + placeholder + "   no rule until 2025-06-06T17:00:00Z, then " + rules,
 			"create RoleBinding a/(binding of the gate of ScopeInstance rbacpolicy-devs) " + placeholder + " Group developers",
 			"create RoleBinding b/(binding of the gate of ScopeInstance rbacpolicy-devs) " + placeholder + " Group developers",
 		}, note: "ScopeInstance rbacpolicy-devs does not exist yet: a time-bound grant over many namespaces binds, in each of them, " +

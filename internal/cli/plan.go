@@ -44,8 +44,13 @@ type PlanReport struct {
 	// Unchanged counts the objects that stay as they are.
 	Unchanged int `json:"unchanged"`
 	// Notes say what the changes leave out (spec errors, conflicts,
-	// missing namespaces or roles).
+	// missing namespaces or roles, what the requester may not read).
 	Notes []string `json:"notes,omitempty"`
+	// Unread are the lists (namespaces, clusterroles, rolebindings, ...)
+	// the requester, As, may not read: what plan computes from them is
+	// unknown, and the notes say what that leaves out.
+	Unread []string `json:"unread,omitempty"`
+	As     string   `json:"as,omitempty"`
 }
 
 // PlannedObject is one object of the file and the guard's verdict on it.
@@ -76,6 +81,8 @@ const (
 	RoleExisting  = "ClusterRole"
 	RoleNotFound  = "missing"
 	RoleConflicts = "conflict"
+	// RoleUnknown is a ClusterRole the requester may not read.
+	RoleUnknown = "unknown"
 )
 
 // PlanRole is one role of a template: inline (oria creates it), an
@@ -103,6 +110,10 @@ type Change struct {
 	// Owner is the ScopeInstance, ScopeTemplate or RBACPolicy the object
 	// is written for.
 	Owner string `json:"owner,omitempty"`
+	// Refused is true for a change that only objects the API server
+	// refuses (their dry run) would make: it does not happen, and is not
+	// counted.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // PlanState is what a plan reads from the cluster.
@@ -118,6 +129,13 @@ type PlanState struct {
 	ClusterRoleBindings []rbacv1.ClusterRoleBinding
 	// Now is the instant the windows of time-bound grants are judged at.
 	Now time.Time
+	// Unread are the lists the requester (Requester) may not read (List*
+	// constants): they are empty here, and unknown. Assumed are namespaces
+	// that instances name, which the requester may neither list nor get:
+	// they are in Namespaces, taken to exist.
+	Unread    []string
+	Assumed   []string
+	Requester string
 }
 
 // planner builds a PlanReport.
@@ -127,6 +145,10 @@ type planner struct {
 	instances map[string]*oriav1alpha1.ScopeInstance
 	roles     map[string]*rbacv1.ClusterRole
 	report    PlanReport
+	// ceiling is the ServiceAccount the bindings being diffed are written
+	// as (planceiling.go), checks what it is asked.
+	ceiling *oriav1alpha1.ServiceAccountReference
+	checks  []ceilingCheck
 }
 
 // Plan computes what applying objs (RBACPolicies, ScopeTemplates and
@@ -136,6 +158,12 @@ type planner struct {
 // one per object. Objects of the file replace the cluster's of the same
 // name; a policy is replaced by what it compiles into.
 func Plan(st *PlanState, objs []client.Object, verdicts []PlannedObject) PlanReport {
+	report, _ := plan(st, objs, verdicts)
+	return report
+}
+
+// plan is Plan, with the bindings a ServiceAccount ceiling writes.
+func plan(st *PlanState, objs []client.Object, verdicts []PlannedObject) (PlanReport, []ceilingCheck) {
 	p := &planner{st: st, templates: map[string]*oriav1alpha1.ScopeTemplate{}, instances: map[string]*oriav1alpha1.ScopeInstance{},
 		roles: map[string]*rbacv1.ClusterRole{}, report: PlanReport{Objects: verdicts, Changes: []Change{}}}
 	for i := range st.Templates {
@@ -147,6 +175,7 @@ func Plan(st *PlanState, objs []client.Object, verdicts []PlannedObject) PlanRep
 	for i := range st.ClusterRoles {
 		p.roles[st.ClusterRoles[i].Name] = &st.ClusterRoles[i]
 	}
+	p.unreadNotes(objs)
 	changedTemplates, changedInstances := map[string]bool{}, map[string]bool{}
 	for _, o := range objs {
 		switch o := o.(type) {
@@ -191,7 +220,7 @@ func Plan(st *PlanState, objs []client.Object, verdicts []PlannedObject) PlanRep
 	slices.SortStableFunc(p.report.Changes, func(a, b Change) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)), cmp.Compare(a.Name, b.Name))
 	})
-	return p.report
+	return p.report, p.checks
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
@@ -232,6 +261,10 @@ func (p *planner) compile(pol *oriav1alpha1.RBACPolicy) (_ *oriav1alpha1.ScopeTe
 		if p.st.Extensions[i].Name == pol.Spec.ExtensionName {
 			ext = &p.st.Extensions[i]
 		}
+	}
+	if why := p.unreadOf(ListExtensions, ListCRDs); why != "" {
+		p.note("RBACPolicy %s: %s: what it compiles into is not computed", pol.Name, why)
+		return nil, nil, true
 	}
 	if ext == nil {
 		p.note("RBACPolicy %s: ClusterExtension %q does not exist: nothing is granted until it is installed", pol.Name, pol.Spec.ExtensionName)

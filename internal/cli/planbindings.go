@@ -85,7 +85,7 @@ func (p *planner) instanceChanges(name string, si *oriav1alpha1.ScopeInstance) {
 	if binds && binding.Gated(si.Spec) {
 		g := p.planGate(si)
 		gated = &g
-		binds, open = p.gateWindow(si, g.describe)
+		binds, open = p.gateWindow(si, &g)
 	} else if binds {
 		binds = p.inWindow(si)
 	}
@@ -96,6 +96,9 @@ func (p *planner) instanceChanges(name string, si *oriav1alpha1.ScopeInstance) {
 	}
 	t, targets, roles, ok := p.resolve(si)
 	if !ok {
+		if gated != nil && gated.pendingNote >= 0 {
+			p.report.Notes[gated.pendingNote] += " (not computed: see below)"
+		}
 		return
 	}
 	p.summarize(t, si.Name)
@@ -113,11 +116,10 @@ func (p *planner) instanceChanges(name string, si *oriav1alpha1.ScopeInstance) {
 	}
 	keep := binding.Keep(si.Name, want, targets, nil)
 	stale := append(binding.Objects(binding.Stale(haveRBs, keep, targets)), binding.Objects(binding.Stale(haveCRBs, keep, targets))...)
+	p.ceiling = si.Spec.ServiceAccount
 	p.diff(owner, want, existing, stale)
+	p.ceiling = nil
 	p.deleteGates(owner, gates, "") // a gate left from when the instance was gated
-	if sa := si.Spec.ServiceAccount; sa != nil {
-		p.note("ScopeInstance %s: bindings are written as ServiceAccount %s/%s: those it could not create itself are not written", si.Name, sa.Namespace, sa.Name)
-	}
 }
 
 // resolve finds what an instance binds, where, as the ScopeInstance
@@ -125,6 +127,11 @@ func (p *planner) instanceChanges(name string, si *oriav1alpha1.ScopeInstance) {
 // bindings as they are.
 func (p *planner) resolve(si *oriav1alpha1.ScopeInstance) (t *oriav1alpha1.ScopeTemplate, targets binding.Targets, roles []string, ok bool) {
 	t = p.templates[si.Spec.ScopeTemplateName]
+	if t == nil && p.unread(ListTemplates) {
+		p.note("ScopeInstance %s: %s may not list scopetemplates: ScopeTemplate %q is unknown, and its bindings are not computed",
+			si.Name, p.requester(), si.Spec.ScopeTemplateName)
+		return nil, targets, nil, false
+	}
 	if t == nil {
 		p.note("ScopeInstance %s: ScopeTemplate %q does not exist: its bindings stay as they are until it does", si.Name, si.Spec.ScopeTemplateName)
 		return nil, targets, nil, false
@@ -134,6 +141,9 @@ func (p *planner) resolve(si *oriav1alpha1.ScopeInstance) (t *oriav1alpha1.Scope
 		return nil, targets, nil, false
 	}
 	var serr *binding.SpecError
+	if !p.unknownTargets(si) {
+		return nil, targets, nil, false
+	}
 	if binding.IsClusterWide(si.Spec) {
 		targets.Cluster, serr = true, binding.ValidateClusterSubjects(t.Spec.BindingTemplate.Subjects)
 	} else {
@@ -151,7 +161,7 @@ func (p *planner) resolve(si *oriav1alpha1.ScopeInstance) (t *oriav1alpha1.Scope
 		switch {
 		case r.Inline && have != nil && !ownership.TemplateOwns(have, t.Name):
 			continue // noted with the template's roles
-		case !r.Inline && have == nil:
+		case !r.Inline && have == nil && !p.unread(ListClusterRoles):
 			p.note("ScopeInstance %s: ClusterRole %s does not exist: its bindings grant nothing until it does", si.Name, r.Name)
 		}
 		roles = append(roles, r.Name)
@@ -173,6 +183,7 @@ func (p *planner) diff(owner string, want, existing, stale []client.Object) {
 		if !ok {
 			c.Action = ActionCreate
 			p.change(c)
+			p.askCeiling(c, w, nil)
 			continue
 		}
 		hRef, hSubj := bindingOf(h)
@@ -185,6 +196,7 @@ func (p *planner) diff(owner string, want, existing, stale []client.Object) {
 			c.Detail = "roleRef " + hRef.Name + " -> " + ref.Name
 		}
 		p.change(c)
+		p.askCeiling(c, w, h)
 	}
 	for _, o := range stale {
 		ref, subj := bindingOf(o)
@@ -250,7 +262,7 @@ func (p *planner) summarize(t *oriav1alpha1.ScopeTemplate, instance string) {
 			return
 		}
 	}
-	pt := PlanTemplate{Name: t.Name, Subjects: subjectStrings(t.Spec.BindingTemplate.Subjects), Instances: []string{instance}}
+	pt := PlanTemplate{Name: t.Name, Subjects: templateSubjects(t.Spec.BindingTemplate.Subjects), Instances: []string{instance}}
 	for _, r := range binding.Roles(t) {
 		role := PlanRole{Name: r.Name}
 		have := p.roles[r.Name]
@@ -262,6 +274,8 @@ func (p *planner) summarize(t *oriav1alpha1.ScopeTemplate, instance string) {
 			for _, rule := range r.Rules {
 				role.Rules = append(role.Rules, bundlerole.FormatRule(rule))
 			}
+		case have == nil && p.unread(ListClusterRoles):
+			role.Source = RoleUnknown
 		case have == nil:
 			role.Source = RoleNotFound
 		default:
@@ -273,4 +287,17 @@ func (p *planner) summarize(t *oriav1alpha1.ScopeTemplate, instance string) {
 		pt.Roles = append(pt.Roles, role)
 	}
 	p.report.Templates = append(p.report.Templates, pt)
+}
+
+// templateSubjects writes a template's subjects: a ServiceAccount without a
+// namespace is bound in each target namespace ("ServiceAccount
+// <namespace>/deployer"), never "ServiceAccount /deployer".
+func templateSubjects(subj []rbacv1.Subject) []string {
+	out := subjectStrings(subj)
+	for i, s := range subj {
+		if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == "" {
+			out[i] = s.Kind + " <namespace>/" + s.Name
+		}
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -26,6 +27,18 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/olm"
+)
+
+// The lists a plan reads (PlanState.Unread names those it may not).
+const (
+	ListNamespaces          = "namespaces"
+	ListExtensions          = "clusterextensions"
+	ListCRDs                = "customresourcedefinitions"
+	ListTemplates           = "scopetemplates"
+	ListInstances           = "scopeinstances"
+	ListClusterRoles        = "clusterroles"
+	ListRoleBindings        = "rolebindings"
+	ListClusterRoleBindings = "clusterrolebindings"
 )
 
 // Decode reads the RBACPolicies, ScopeTemplates and ScopeInstances of a
@@ -156,7 +169,9 @@ func DryRun(ctx context.Context, c client.Client, obj client.Object, operation s
 
 // ReadPlanState reads what Plan needs: namespaces, ClusterExtensions and
 // their CRDs, ScopeTemplates, ScopeInstances, ClusterRoles and oria's
-// bindings (those labelled with their ScopeInstance).
+// bindings (those labelled with their ScopeInstance). A list the requester
+// may not read is left empty and named in Unread (Plan says what that
+// leaves unknown); any other error fails.
 func ReadPlanState(ctx context.Context, c client.Reader) (*PlanState, error) {
 	st := &PlanState{CRDOwner: map[string]string{}, Now: time.Now()}
 	var (
@@ -171,16 +186,18 @@ func ReadPlanState(ctx context.Context, c client.Reader) (*PlanState, error) {
 	)
 	labelled := client.HasLabels{oriav1alpha1.LabelScopeInstance}
 	for _, l := range []listing{
-		{name: "Namespaces", list: &nss},
-		{name: "ClusterExtensions", list: &exts},
-		{name: "CustomResourceDefinitions", list: &crds, opts: []client.ListOption{client.MatchingLabelsSelector{Selector: olm.InstalledByExtension()}}},
-		{name: "ScopeTemplates", list: &tmpls},
-		{name: "ScopeInstances", list: &insts},
-		{name: "ClusterRoles", list: &crs},
-		{name: "RoleBindings", list: &rbs, opts: []client.ListOption{labelled}},
-		{name: "ClusterRoleBindings", list: &crbs, opts: []client.ListOption{labelled}},
+		{name: ListNamespaces, list: &nss},
+		{name: ListExtensions, list: &exts},
+		{name: ListCRDs, list: &crds, opts: []client.ListOption{client.MatchingLabelsSelector{Selector: olm.InstalledByExtension()}}},
+		{name: ListTemplates, list: &tmpls},
+		{name: ListInstances, list: &insts},
+		{name: ListClusterRoles, list: &crs},
+		{name: ListRoleBindings, list: &rbs, opts: []client.ListOption{labelled}},
+		{name: ListClusterRoleBindings, list: &crbs, opts: []client.ListOption{labelled}},
 	} {
-		if err := c.List(ctx, l.list, l.opts...); err != nil {
+		if err := c.List(ctx, l.list, l.opts...); apierrors.IsForbidden(err) {
+			st.Unread = append(st.Unread, l.name)
+		} else if err != nil {
 			return nil, fmt.Errorf("listing %s: %w", l.name, err)
 		}
 	}
@@ -197,6 +214,51 @@ func ReadPlanState(ctx context.Context, c client.Reader) (*PlanState, error) {
 	return st, nil
 }
 
+// namedNamespaces reads, one by one, the namespaces that the planned
+// objects and the cluster's instances name (spec.namespaces), for a
+// requester who may not list namespaces: those found are added to
+// st.Namespaces, those it may not get either to st.Assumed (Plan takes
+// them to exist, and says so); those not found are missing.
+func namedNamespaces(ctx context.Context, c client.Reader, st *PlanState, objs []client.Object) error {
+	var named []string
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *oriav1alpha1.ScopeInstance:
+			named = append(named, o.Spec.Namespaces...)
+		case *oriav1alpha1.RBACPolicy:
+			named = append(named, o.Spec.Namespaces...)
+		}
+	}
+	for _, si := range st.Instances {
+		named = append(named, si.Spec.Namespaces...)
+	}
+	slices.Sort(named)
+	for _, name := range slices.Compact(named) {
+		var ns corev1.Namespace
+		switch err := c.Get(ctx, client.ObjectKey{Name: name}, &ns); {
+		case err == nil:
+			st.Namespaces = append(st.Namespaces, binding.Namespace{Name: ns.Name, Labels: ns.Labels, Terminating: ns.DeletionTimestamp != nil})
+		case apierrors.IsForbidden(err):
+			st.Namespaces = append(st.Namespaces, binding.Namespace{Name: name})
+			st.Assumed = append(st.Assumed, name)
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("reading namespace %q: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// requester names who the API server says the plan runs as ("User
+// \"alice\""), for the notes on what they may not read; "you" when the
+// server does not say.
+func requester(ctx context.Context, c client.Client) string {
+	r := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, r); err != nil || r.Status.UserInfo.Username == "" {
+		return "you"
+	}
+	return fmt.Sprintf("User %q", r.Status.UserInfo.Username)
+}
+
 // PlanFile plans the objects of a file: for each, what applying it does
 // (create or update) and the guard's verdict on a dry run, then what it
 // grants (Plan) against the cluster as it is. The file is judged as
@@ -204,13 +266,27 @@ func ReadPlanState(ctx context.Context, c client.Reader) (*PlanState, error) {
 // the file creates before it is judged against that template (the dry run
 // carries it in AnnotationPlannedTemplate, which the guard reads on dry
 // runs only).
-func PlanFile(ctx context.Context, c client.Client, objs []client.Object) (*PlanReport, error) {
+//
+// With an Impersonator, the bindings a ServiceAccount ceiling writes are
+// dry run as that ServiceAccount (planceiling.go): those it may not write
+// are listed as REFUSED.
+func PlanFile(ctx context.Context, c client.Client, objs []client.Object, ceilings ...Impersonator) (*PlanReport, error) {
 	var proposed []client.Object
 	var verdicts []PlannedObject
 	var notes []string
+	as := ""                                            // who the API server says the plan runs as, once asked
 	created := map[string]*oriav1alpha1.ScopeTemplate{} // templates the file creates, as the dry run stored them
 	for _, obj := range objs {
 		o, op, err := Proposed(ctx, c, obj)
+		if apierrors.IsForbidden(err) {
+			// kubectl apply could not read it either; the create's dry
+			// run says whether it exists.
+			o, op, err = obj, ActionCreate, nil
+			if as == "" {
+				as = requester(ctx, c)
+			}
+			notes = append(notes, fmt.Sprintf("%s %s cannot be read as %s: it is judged as a create", kindName(obj), obj.GetName(), as))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -230,15 +306,26 @@ func PlanFile(ctx context.Context, c client.Client, objs []client.Object) (*Plan
 		verdicts, proposed = append(verdicts, v), append(proposed, stored)
 	}
 	st, err := ReadPlanState(ctx, c)
-	if apierrors.IsForbidden(err) {
-		// The verdicts stand; what the change writes cannot be computed.
-		return &PlanReport{Objects: verdicts, Changes: []Change{},
-			Notes: append(notes, err.Error()+": the ClusterRoles and bindings the change writes are not computed")}, nil
-	}
 	if err != nil {
 		return nil, err
 	}
-	report := Plan(st, proposed, verdicts)
+	if len(st.Unread) > 0 && as == "" {
+		as = requester(ctx, c)
+	}
+	st.Requester = as
+	if slices.Contains(st.Unread, ListNamespaces) {
+		if err := namedNamespaces(ctx, c, st, proposed); err != nil {
+			return nil, err
+		}
+	}
+	report, checks := planJudged(st, proposed, verdicts)
+	if len(checks) > 0 {
+		var imp Impersonator
+		if len(ceilings) > 0 {
+			imp = ceilings[0]
+		}
+		checkCeilings(ctx, c, imp, &report, checks)
+	}
 	report.Notes = append(notes, report.Notes...)
 	return &report, nil
 }
@@ -254,3 +341,5 @@ func withPlannedTemplate(si *oriav1alpha1.ScopeInstance, t *oriav1alpha1.ScopeTe
 	out.SetAnnotations(merge(out.GetAnnotations(), map[string]string{oriav1alpha1.AnnotationPlannedTemplate: string(b)}))
 	return out, nil
 }
+
+func kindName(o client.Object) string { return o.GetObjectKind().GroupVersionKind().Kind }

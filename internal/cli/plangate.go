@@ -1,14 +1,18 @@
 package cli
 
 import (
+	"slices"
+	"strings"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"slices"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/bundlerole"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/ownership"
 )
@@ -67,26 +71,49 @@ func (p *planner) deleteGates(owner string, gates []*rbacv1.ClusterRole, keep st
 
 // gateWindow is what the window of a gated instance means for its plan:
 // whether it binds its gate (pending or open), and whether the gate holds
-// rules (open), with a note; gate describes the gate in it.
-func (p *planner) gateWindow(si *oriav1alpha1.ScopeInstance, gate string) (binds, open bool) {
-	w := windowOf(binding.InstanceWindow(si.Spec), p.st.Now)
+// rules (open), with a note (a pending gate's is completed by fill, with
+// the rules it will hold).
+func (p *planner) gateWindow(si *oriav1alpha1.ScopeInstance, g *gatedPlan) (binds, open bool) {
+	g.pendingNote = -1
+	win := binding.InstanceWindow(si.Spec)
+	w := windowOf(win, p.st.Now)
 	who := "ScopeInstance " + si.Name
 	if policy := ownership.ControllerName(si.OwnerReferences, ownership.KindRBACPolicy); policy != "" {
 		who = "RBACPolicy " + policy
 	}
+	if p.emptyWindow(who, win) {
+		return false, false
+	}
 	switch w.State {
 	case WindowPending:
-		p.note("%s is time-bound and pending, %s: its bindings are made now, to %s, which holds no rule before "+
-			"spec.notBefore and the rules of its ScopeTemplate's roles from then on", who, w.Description, gate)
+		g.notBefore = w.NotBefore
+		end := ", and keeps them (no spec.expiresAt)"
+		if w.ExpiresAt != nil {
+			end = ", and empties it at " + binding.Stamp(w.ExpiresAt) + " (spec.expiresAt)"
+		}
+		g.pendingNote = len(p.report.Notes)
+		p.note("%s is time-bound and pending, %s: its bindings are made now, to %s, which holds no rule until %s (spec.notBefore); "+
+			"oria fills it then with the rules of its ScopeTemplate's roles%s", who, w.Description, g.describe, binding.Stamp(w.NotBefore), end)
 		return true, false
 	case WindowExpired:
 		p.note("%s %s (spec.expiresAt): it grants nothing; its gate is emptied, then its bindings and the gate are deleted", who, w.Description)
 		return false, false
 	}
 	if w.ExpiresAt != nil {
-		p.note("%s is time-bound: it grants %s, through %s; oria empties the gate then, and deletes its bindings and the gate", who, w.Description, gate)
+		p.note("%s is time-bound: it grants %s, through %s; oria empties the gate then, and deletes its bindings and the gate", who, w.Description, g.describe)
 	}
 	return true, true
+}
+
+// emptyWindow notes, and reports, a window that never opens: its
+// expiresAt is not after its notBefore (the API server refuses it).
+func (p *planner) emptyWindow(who string, w binding.Window) bool {
+	if !w.Empty() {
+		return false
+	}
+	w = w.Whole()
+	p.note("%s never grants: spec.expiresAt (%s) is not after spec.notBefore (%s)", who, binding.Stamp(w.ExpiresAt), binding.Stamp(w.NotBefore))
+	return true
 }
 
 // gatedChanges records the changes of a gated instance inside its window,
@@ -104,7 +131,7 @@ func (p *planner) gatedChanges(si *oriav1alpha1.ScopeInstance, gated gatedPlan, 
 			"of its own per instance, its gate, which holds the rules of its ScopeTemplate's roles while the window is open and none "+
 			"outside it; the gate and its bindings are named after the instance's UID (oria-window-%s-<hash of the UID>), known once it is created",
 			si.Name, si.Name)
-		p.change(Change{Action: ActionCreate, Kind: "ClusterRole", Name: gated.gate, Owner: owner, Detail: gateDetail(gated.want)})
+		p.change(Change{Action: ActionCreate, Kind: "ClusterRole", Name: gated.gate, Owner: owner, Detail: gateDetail(gated)})
 		p.diff(owner, binding.Objects(want), existing, existing)
 		p.deleteGates(owner, gated.gates, "")
 		return
@@ -114,10 +141,10 @@ func (p *planner) gatedChanges(si *oriav1alpha1.ScopeInstance, gated gatedPlan, 
 	case p.gateConflict(gated):
 		p.note("ScopeInstance %s: ClusterRole %s, its gate, exists and was not created by oria for it: nothing is bound", si.Name, gated.gate)
 	case have == nil:
-		p.change(Change{Action: ActionCreate, Kind: "ClusterRole", Name: gated.gate, Owner: owner, Detail: gateDetail(gated.want)})
+		p.change(Change{Action: ActionCreate, Kind: "ClusterRole", Name: gated.gate, Owner: owner, Detail: gateDetail(gated)})
 	case !equality.Semantic.DeepEqual(have.Rules, gated.want.Rules) || have.AggregationRule != nil ||
 		have.Annotations[oriav1alpha1.AnnotationGateRoles] != gated.want.Annotations[oriav1alpha1.AnnotationGateRoles]:
-		p.change(Change{Action: ActionUpdate, Kind: "ClusterRole", Name: gated.gate, Owner: owner, Detail: gateDetail(gated.want)})
+		p.change(Change{Action: ActionUpdate, Kind: "ClusterRole", Name: gated.gate, Owner: owner, Detail: gateDetail(gated)})
 	default:
 		p.report.Unchanged++
 	}
@@ -137,12 +164,13 @@ func (p *planner) gateConflict(g gatedPlan) bool {
 	return have != nil && (!ownership.IsManaged(have) || !ownership.ControlledByUID(have, g.uid))
 }
 
-// gateDetail describes a planned gate's rules.
-func gateDetail(gate *rbacv1.ClusterRole) string {
-	if !ownership.GateGrants(gate) {
-		return "no rule until spec.notBefore (stands for " + gate.Annotations[oriav1alpha1.AnnotationGateRoles] + ")"
+// gateDetail describes a planned gate's rules: a pending gate's, none
+// until notBefore, and those it holds from then.
+func gateDetail(g gatedPlan) string {
+	if !ownership.GateGrants(g.want) && g.later != nil && g.notBefore != nil {
+		return "no rule until " + binding.Stamp(g.notBefore) + ", then " + formatRules(grantedBy(g.later))
 	}
-	return formatRules(grantedBy(gate))
+	return formatRules(grantedBy(g.want))
 }
 
 // grantedBy returns the rules of a gate less its seal (ownership.GateSeal),
@@ -166,6 +194,11 @@ type gatedPlan struct {
 	describe string
 	// gates are the cluster's gates of the instance.
 	gates []*rbacv1.ClusterRole
+	// A pending gate: later is the gate as oria fills it at notBefore;
+	// pendingNote the index of the note fill completes (-1: none).
+	later       *rbacv1.ClusterRole
+	notBefore   *metav1.Time
+	pendingNote int
 }
 
 // planGate names the gate of a gated instance: after its UID when the
@@ -198,4 +231,23 @@ func (g *gatedPlan) fill(p *planner, si *oriav1alpha1.ScopeInstance, t *oriav1al
 	})
 	g.want = binding.GateRole(inst, sources, open)
 	g.want.Name = g.gate
+	if open {
+		return
+	}
+	g.later = binding.GateRole(inst, sources, true)
+	g.later.Name = g.gate
+	if g.pendingNote >= 0 {
+		rules := make([]string, 0, len(g.later.Rules))
+		for _, r := range grantedBy(g.later) {
+			rules = append(rules, bundlerole.FormatRule(r))
+		}
+		what := ": " + strings.Join(rules, "; ")
+		switch {
+		case p.unread(ListClusterRoles):
+			what = " (" + p.requester() + " may not list clusterroles: the rules of its roles that are not inline are unknown)" + what
+		case len(rules) == 0:
+			what = ", which grant nothing"
+		}
+		p.report.Notes[g.pendingNote] += what
+	}
 }

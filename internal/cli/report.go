@@ -137,7 +137,7 @@ func CanTable(rows []AccessRow) *metav1.Table {
 func PlanTable(changes []Change) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: columns([]string{"NAMESPACE", "ACTION", "KIND", "NAME", "ROLE", "SUBJECTS"}, "DETAIL", "FOR")}
 	for _, c := range changes {
-		t.Rows = append(t.Rows, row(cmp.Or(c.Namespace, "(cluster)"), c.Action, c.Kind, c.Name, c.Role, strings.Join(c.Subjects, ", "), c.Detail, c.Owner))
+		t.Rows = append(t.Rows, row(cmp.Or(c.Namespace, "(cluster)"), actionOf(c), c.Kind, c.Name, c.Role, strings.Join(c.Subjects, ", "), c.Detail, c.Owner))
 	}
 	return t
 }

@@ -142,13 +142,17 @@ func PendingNote(pending []Grant) string {
 // window, that it grants nothing now (what a pending one will bind is
 // summarized all the same).
 func (p *planner) inWindow(si *oriav1alpha1.ScopeInstance) bool {
-	w := windowOf(binding.InstanceWindow(si.Spec), p.st.Now)
+	win := binding.InstanceWindow(si.Spec)
+	w := windowOf(win, p.st.Now)
 	if w == nil {
 		return true
 	}
 	who := "ScopeInstance " + si.Name
 	if policy := ownership.ControllerName(si.OwnerReferences, ownership.KindRBACPolicy); policy != "" {
 		who = "RBACPolicy " + policy
+	}
+	if p.emptyWindow(who, win) {
+		return false
 	}
 	switch w.State {
 	case WindowPending:

@@ -61,13 +61,12 @@ func TestKubectlOriaPipeline(t *testing.T) {
 	require.Len(t, report.Objects, 2)
 	assert.Equal(t, edit.Name, report.Objects[1].Name)
 	assert.True(t, report.Objects[1].Admitted)
-	// -o name: the objects it would write; they do not exist yet, and
-	// kubectl get knows their kinds.
-	names := strings.Fields(kubectlOria(t, "plan", "-f", dir, "-R", "-o", "name"))
-	assert.Contains(t, names, "scopeinstance.oria.operatorframework.io/rbacpolicy-"+view.Name)
-	for _, name := range names {
-		assertKubectlGet(t, name, ns, false)
-	}
+	// -o name lists only objects that exist: none yet (the pipeline of
+	// plan -o name: TestKubectlOriaPlanNames).
+	planned, stderr, err := runPlugin(t, "", "plan", "-f", dir, "-R", "-o", "name")
+	require.NoError(t, err, stderr)
+	assert.Empty(t, planned)
+	assert.Contains(t, stderr, "to create, not listed: they do not exist yet")
 
 	// Applied: -o name of each command names what kubectl get shows.
 	testutil.Create(t, k8sClient, view.DeepCopy())
@@ -77,7 +76,6 @@ func TestKubectlOriaPipeline(t *testing.T) {
 		{"status", ext},
 		{"access", ext, "-n", ns},
 		{"can", "--group", devs.Name, "--extension", ext},
-		{"plan", "-f", dir, "-R"},
 		{"check", "-n", ns},
 	} {
 		out, _, err := execPlugin(pluginBin, append(args, "-o", "name")...)
@@ -85,8 +83,8 @@ func TestKubectlOriaPipeline(t *testing.T) {
 		names := strings.Fields(out)
 		t.Logf("kubectl oria %s -o name: %v", strings.Join(args, " "), names)
 		assert.NotEmpty(t, names, "kubectl oria %s -o name", strings.Join(args, " "))
-		// plan names what it would create, check what may be missing.
-		exists := args[0] != "plan" && args[0] != "check"
+		// check names what may be missing.
+		exists := args[0] != "check"
 		for _, name := range names {
 			assertKubectlGet(t, name, ns, exists)
 		}
