@@ -33,6 +33,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/authz"
 	"github.com/operator-framework/oria/internal/manager"
+	"github.com/operator-framework/oria/internal/record"
 )
 
 // Path is the URL path the guard is served at.
@@ -134,6 +135,15 @@ func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, err
 	old, obj, err := g.decode(req)
 	if err != nil || obj == nil {
 		return nil, err
+	}
+	// Who granted or revoked is the requester, for everyone (package
+	// record); pure, no round trip.
+	var before map[string]string
+	if old != nil {
+		before = old.GetAnnotations()
+	}
+	if problems := record.Check(before, obj.GetAnnotations(), old == nil, req.UserInfo.Username, time.Now()); len(problems) > 0 {
+		return problems, nil
 	}
 	c := classify(old, obj)
 	if !c.needsCheck() {
