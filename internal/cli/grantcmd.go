@@ -195,4 +195,3 @@ func runGrant(ctx context.Context, c client.Client, streams genericiooptions.IOS
 	}
 	return fmt.Errorf("RBACPolicy %q was created, but oria reports it grants nothing: %s: %s; end it: kubectl oria revoke %s --delete", p.Name, ready.Reason, ready.Message, p.Name)
 }
-

@@ -14,9 +14,9 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/engine"
-	"github.com/operator-framework/oria/internal/record"
 	"github.com/operator-framework/oria/internal/ownership"
 	policymodel "github.com/operator-framework/oria/internal/policy"
+	"github.com/operator-framework/oria/internal/record"
 	"github.com/operator-framework/oria/internal/status"
 )
 
