@@ -38,6 +38,9 @@ func WhoAmI(ctx context.Context, c client.Client) (string, error) {
 type GrantCheck struct {
 	Refusals []string `json:"refusals,omitempty"`
 	Notes    []string `json:"notes,omitempty"`
+	// LeftOut are the APIs (CRD names) the grant covers but cannot grant
+	// where it binds (cluster-scoped ones in namespaces).
+	LeftOut []string `json:"leftOut,omitempty"`
 }
 
 func (g *GrantCheck) refuse(format string, args ...any) {
@@ -136,6 +139,7 @@ func checkAPIs(ctx context.Context, c client.Reader, p *oriav1alpha1.RBACPolicy,
 		g.refuse("%s cluster-scoped: a RoleBinding in a namespace cannot grant it; grant it cluster-wide (--all-namespaces --api %s)%s",
 			isAre(cluster), strings.Join(cluster, " --api "), map[bool]string{true: "", false: ", and the others in namespaces with a grant that leaves it out"}[len(namespaced) == 0])
 	default:
+		g.LeftOut = cluster
 		g.note("%s cluster-scoped: a RoleBinding in a namespace cannot grant it, so it is left out; grant it with a second grant, --all-namespaces --api %s",
 			isAre(cluster), strings.Join(cluster, " --api "))
 	}

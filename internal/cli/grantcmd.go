@@ -189,9 +189,9 @@ func runGrant(ctx context.Context, c client.Client, streams genericiooptions.IOS
 	ready := meta.FindStatusCondition(p.Status.Conditions, oriav1alpha1.TypeReady)
 	switch outcome {
 	case GrantBound:
-		return printWritten(pf, streams, p, "granted", dryRun, fmt.Sprintf("%s; Bound %.1fs after its creation", grantedSummary(p, time.Now()), took.Seconds()))
+		return printWritten(pf, streams, p, "granted", dryRun, fmt.Sprintf("%s; Bound %.1fs after its creation", grantedSummary(p, time.Now(), check.LeftOut), took.Seconds()))
 	case GrantPartial:
-		return printWritten(pf, streams, p, "granted in part", dryRun, fmt.Sprintf("%s; NOT all of it: %s: %s", grantedSummary(p, time.Now()), ready.Reason, ready.Message))
+		return printWritten(pf, streams, p, "granted in part", dryRun, fmt.Sprintf("%s; NOT all of it: %s: %s", grantedSummary(p, time.Now(), check.LeftOut), ready.Reason, ready.Message))
 	}
 	return fmt.Errorf("RBACPolicy %q was created, but oria reports it grants nothing: %s: %s; end it: kubectl oria revoke %s --delete", p.Name, ready.Reason, ready.Message, p.Name)
 }

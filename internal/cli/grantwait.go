@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,8 +98,14 @@ func WaitGranted(ctx context.Context, c client.Client, p *oriav1alpha1.RBACPolic
 
 // grantedSummary says what oria reports p grants, for the line grant
 // prints once it is Bound (or in part): the level, the APIs, to whom,
-// where and until when.
-func grantedSummary(p *oriav1alpha1.RBACPolicy, now time.Time) string {
-	return fmt.Sprintf("%s on %s for %s %s, %s", p.Spec.Access, strings.Join(p.Status.APIs, ", "), strings.Join(subjectStrings(p.Spec.Subjects), ", "),
+// where and until when; the APIs of leftOut are not among those granted.
+func grantedSummary(p *oriav1alpha1.RBACPolicy, now time.Time, leftOut []string) string {
+	var apis []string
+	for _, api := range p.Status.APIs {
+		if !slices.Contains(leftOut, api) {
+			apis = append(apis, api)
+		}
+	}
+	return fmt.Sprintf("%s on %s for %s %s, %s", p.Spec.Access, strings.Join(apis, ", "), strings.Join(subjectStrings(p.Spec.Subjects), ", "),
 		where(p.Status.Scope, p.Status.BoundNamespaces, p.Status.BoundNamespaceCount), windowOf(binding.PolicyWindow(p.Spec), now))
 }
