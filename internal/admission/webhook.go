@@ -130,7 +130,8 @@ func (g *Guard) Handle(ctx context.Context, req admission.Request) admission.Res
 // policy's compiled objects. Everything else (an unrelated label, an
 // annotation) is admitted without a review. A create or a spec change that
 // the controller would call a spec error is refused first, for everyone
-// (SpecErrors).
+// (SpecErrors). Before all that, and for everyone, a record of who granted
+// or revoked (package record) must name the requester: pure, no API call.
 func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, error) {
 	old, obj, err := g.decode(req)
 	if err != nil || obj == nil {
