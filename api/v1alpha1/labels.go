@@ -119,6 +119,24 @@ const (
 	// oria reads nothing from it.
 	AnnotationReason = "oria.operatorframework.io/reason"
 
+	// The record of a grant and of its revocation, on an RBACPolicy or a
+	// ScopeInstance: who (the user name the API server authenticated),
+	// when (RFC 3339) and why. `kubectl oria grant` writes the grant's at
+	// creation (AnnotationGrantedBy, AnnotationGrantedAt, with
+	// AnnotationReason), `kubectl oria revoke` the revocation's with its
+	// patch (AnnotationRevokedBy, AnnotationRevokedAt,
+	// AnnotationRevokeReason). The escalation guard keeps them true, for
+	// every requester (package record): a "-by" must be the requester, an
+	// "-at" the guard's clock (within record.MaxSkew), the grant's record
+	// is written at creation and never changed, a revocation's is written
+	// whole by its author and never removed. oria decides nothing from
+	// them; it names them in its events.
+	AnnotationGrantedBy    = "oria.operatorframework.io/granted-by"
+	AnnotationGrantedAt    = "oria.operatorframework.io/granted-at"
+	AnnotationRevokedBy    = "oria.operatorframework.io/revoked-by"
+	AnnotationRevokedAt    = "oria.operatorframework.io/revoked-at"
+	AnnotationRevokeReason = "oria.operatorframework.io/revoke-reason"
+
 	// AnnotationPlannedTemplate, on a ScopeInstance sent as a dry run only,
 	// holds the ScopeTemplate (JSON) that the same input creates before it:
 	// `kubectl oria plan -f` judges a file as `kubectl apply -f` would, where

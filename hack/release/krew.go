@@ -89,13 +89,16 @@ func krewManifest(ver, url string, archives []releasedArchive) ([]byte, error) {
 		Spec: krewSpec{
 			Version:          ver,
 			Homepage:         "https://github.com/operator-framework/oria",
-			ShortDescription: "Inspect oria: the RBAC of OLM v1 extensions and what a change would grant",
+			ShortDescription: "Inspect and grant the RBAC of OLM v1 extensions with oria, for a time",
 			Description: `Inspects oria, the RBAC add-on of OLM v1 (operator-controller): per
-ClusterExtension its RBAC mode, APIs, roles and the RBACPolicies granting them
-(status), who may use its APIs and where, confirmed by SubjectAccessReviews
-(access), what a user, group or ServiceAccount may do (can), what applying
-RBACPolicies would grant and whether oria's guard admits them (plan), and
-whether oria's install is healthy (check).
+ClusterExtension its RBAC mode, APIs, roles and the RBACPolicies granting them,
+with who granted and revoked each (status), who may use its APIs and where,
+confirmed by SubjectAccessReviews (access), what a user, group or ServiceAccount
+may do (can), what applying RBACPolicies would grant and whether oria's guard
+admits them (plan), and whether oria's install is healthy (check). Grants
+break-glass access that ends on its own, refusing a grant of nothing and waiting
+until it is in force (grant), and ends it early (revoke), recording who, when
+and why.
 `,
 			Caveats: `* oria must be installed on the cluster, from the release of the same
   version: kubectl apply --server-side -f <release>/install.yaml

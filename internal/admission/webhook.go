@@ -33,6 +33,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/authz"
 	"github.com/operator-framework/oria/internal/rbacrules"
+	"github.com/operator-framework/oria/internal/record"
 )
 
 // Path is the URL path the guard is served at.
@@ -129,11 +130,21 @@ func (g *Guard) Handle(ctx context.Context, req admission.Request) admission.Res
 // policy's compiled objects. Everything else (an unrelated label, an
 // annotation) is admitted without a review. A create or a spec change that
 // the controller would call a spec error is refused first, for everyone
-// (SpecErrors).
+// (SpecErrors). Before all that, and for everyone, a record of who granted
+// or revoked (package record) must name the requester: pure, no API call.
 func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, error) {
 	old, obj, err := g.decode(req)
 	if err != nil || obj == nil {
 		return nil, err
+	}
+	// Who granted or revoked is the requester, for everyone (package
+	// record); pure, no round trip.
+	var before map[string]string
+	if old != nil {
+		before = old.GetAnnotations()
+	}
+	if problems := record.Check(before, obj.GetAnnotations(), old == nil, req.UserInfo.Username, time.Now()); len(problems) > 0 {
+		return problems, nil
 	}
 	c := classify(old, obj)
 	if !c.needsCheck() {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -171,5 +172,36 @@ func TestHandleRefusesUndecodable(t *testing.T) {
 	req.Object = runtime.RawExtension{Raw: []byte(`{"spec": 3}`)}
 	if resp := g.Handle(context.Background(), req); resp.Allowed {
 		t.Error("an object that cannot be decoded was admitted")
+	}
+}
+
+// TestHandleRecord: a record naming someone other than the requester is
+// refused for everyone, without asking the API server (no latency added);
+// the requester's own revocation record is admitted the same way.
+func TestHandleRecord(t *testing.T) {
+	g, calls := guard(t, errors.New("the API server must not be asked"))
+	now := time.Now().UTC().Format(time.RFC3339)
+	old := tmpl()
+	old.Annotations = map[string]string{oriav1alpha1.AnnotationGrantedBy: "alice"}
+	forged := old.DeepCopy()
+	forged.Annotations[oriav1alpha1.AnnotationGrantedBy] = "bob"
+	resp := g.Handle(context.Background(), request(t, admissionv1.Update, forged, old))
+	if resp.Allowed || !strings.Contains(resp.Result.Message, "is written when the object is created, and never changed") {
+		t.Errorf("a changed granted-by: allowed %v, %v", resp.Allowed, resp.Result)
+	}
+	created := tmpl()
+	created.Annotations = map[string]string{oriav1alpha1.AnnotationGrantedBy: "alice", oriav1alpha1.AnnotationGrantedAt: now}
+	resp = g.Handle(context.Background(), request(t, admissionv1.Create, created, nil))
+	if resp.Allowed || !strings.Contains(resp.Result.Message, `says "alice", but the request is made by "bob"`) {
+		t.Errorf("a create in alice's name by bob: allowed %v, %v", resp.Allowed, resp.Result)
+	}
+	revoked := old.DeepCopy()
+	revoked.Annotations[oriav1alpha1.AnnotationRevokedBy] = "bob"
+	revoked.Annotations[oriav1alpha1.AnnotationRevokedAt] = now
+	if resp := g.Handle(context.Background(), request(t, admissionv1.Update, revoked, old)); !resp.Allowed {
+		t.Errorf("bob's own revocation record: refused: %v", resp.Result)
+	}
+	if *calls != 0 {
+		t.Errorf("%d calls to the API server, want none", *calls)
 	}
 }

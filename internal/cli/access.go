@@ -13,6 +13,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/record"
 )
 
 // Access levels. A level is reached when every verb of it and of the levels
@@ -127,10 +128,14 @@ func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
 	for i := range s.Instances {
 		instances[s.Instances[i].Name] = &s.Instances[i]
 	}
+	granters := map[string]string{} // RBACPolicy name -> who granted it
+	for _, p := range s.Policies {
+		granters[p.Name] = record.Grant.Of(p.Annotations).By
+	}
 	var out []Candidate
 	for _, b := range s.ClusterRoleBindings {
 		if covered := clusterRoles[b.RoleRef.Name]; b.RoleRef.Kind == "ClusterRole" && len(covered) > 0 {
-			via, window := via("ClusterRoleBinding", &b.ObjectMeta, b.RoleRef, instances, s.Now)
+			via, window := via("ClusterRoleBinding", &b.ObjectMeta, b.RoleRef, instances, granters, s.Now)
 			for _, sub := range b.Subjects {
 				out = append(out, Candidate{Subject: sub, Via: via, Binding: "ClusterRoleBinding " + b.Name, APIs: covered,
 					Controller: controller(&b.ObjectMeta, sub), Window: window})
@@ -146,7 +151,7 @@ func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
 			covered = roles[b.Namespace+"/"+b.RoleRef.Name]
 		}
 		if len(covered) > 0 && (b.RoleRef.Kind == "ClusterRole" || b.RoleRef.Kind == "Role") {
-			via, window := via("RoleBinding", &b.ObjectMeta, b.RoleRef, instances, s.Now)
+			via, window := via("RoleBinding", &b.ObjectMeta, b.RoleRef, instances, granters, s.Now)
 			for _, sub := range b.Subjects {
 				if sub.Kind == rbacv1.ServiceAccountKind && sub.Namespace == "" {
 					sub.Namespace = b.Namespace
@@ -170,7 +175,7 @@ func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
 // into (Legacy), or a binding someone made. For oria's binding of a
 // time-bound grant it returns the grant's window at now too, and the via
 // says until when (or that the binding is in place out of its window).
-func via(kind string, b *metav1.ObjectMeta, ref rbacv1.RoleRef, instances map[string]*oriav1alpha1.ScopeInstance, now time.Time) (string, *GrantWindow) {
+func via(kind string, b *metav1.ObjectMeta, ref rbacv1.RoleRef, instances map[string]*oriav1alpha1.ScopeInstance, granters map[string]string, now time.Time) (string, *GrantWindow) {
 	name := b.Name
 	if b.Namespace != "" {
 		name = b.Namespace + "/" + b.Name
@@ -187,15 +192,24 @@ func via(kind string, b *metav1.ObjectMeta, ref rbacv1.RoleRef, instances map[st
 				note = gateViaNote(w, ref.Name)
 			}
 			if p := ownership.ControllerName(inst.OwnerReferences, ownership.KindRBACPolicy); p != "" {
-				return "RBACPolicy " + p + note, w
+				return "RBACPolicy " + p + note + viaGranter(granters[p]), w
 			}
-			return "ScopeInstance " + si + note, w
+			return "ScopeInstance " + si + note + viaGranter(record.Grant.Of(inst.Annotations).By), w
 		}
 	}
 	if ref.Kind == "ClusterRole" && legacyRoles[ref.Name] {
 		return fmt.Sprintf("Legacy aggregation: %s %s -> %s", kind, name, ref.Name), nil
 	}
 	return fmt.Sprintf("%s %s -> %s %s", kind, name, ref.Kind, ref.Name), nil
+}
+
+// viaGranter is what a via adds for a grant whose record says who granted
+// it ("" when none does).
+func viaGranter(user string) string {
+	if user == "" {
+		return ""
+	}
+	return fmt.Sprintf(" granted by %q", user)
 }
 
 // gateViaNote is viaNote for a binding to the gate of a time-bound grant

@@ -84,40 +84,6 @@ func addPrintFlags(pf *genericclioptions.PrintFlags, cmd *cobra.Command) {
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 }
 
-func statusCommand(cs *clients, streams genericiooptions.IOStreams) *cobra.Command {
-	pf := printFlags()
-	cmd := &cobra.Command{
-		Use:   "status [EXTENSION...]",
-		Short: "Per ClusterExtension: its RBAC mode, APIs, generated or bundle roles, and the RBACPolicies granting them",
-		Example: `  kubectl oria status
-  kubectl oria status argocd -o yaml
-  kubectl oria status argocd -o wide   # with the subjects of each grant`,
-		ValidArgsFunction: completeExtensions(cs),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cs.get()
-			if err != nil {
-				return err
-			}
-			s, err := Read(cmd.Context(), c, What{Extensions: args})
-			if err != nil {
-				return err
-			}
-			warn(streams.ErrOut, s.Warnings)
-			report, err := Status(s, args...)
-			if err != nil {
-				return err
-			}
-			var names []string
-			for _, e := range report {
-				names = append(names, "clusterextension.olm.operatorframework.io/"+e.Name)
-			}
-			return output(pf, streams, view{table: StatusTable(report), names: names, kind: "StatusReport", body: StatusReport{Extensions: report}})
-		},
-	}
-	addPrintFlags(pf, cmd)
-	return cmd
-}
-
 func accessCommand(cs *clients, streams genericiooptions.IOStreams) *cobra.Command {
 	pf := printFlags()
 	var allNamespaces, showSystem bool

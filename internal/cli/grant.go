@@ -16,6 +16,7 @@ import (
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/names"
 	policymodel "github.com/operator-framework/oria/internal/policy"
+	"github.com/operator-framework/oria/internal/record"
 )
 
 // GrantOptions are what `kubectl oria grant` grants: the RBACPolicy it
@@ -41,7 +42,16 @@ type GrantOptions struct {
 	Reason string
 	// Name is the policy's name; empty: GrantName.
 	Name string
+	// GrantedBy is the requester, as the API server authenticates them
+	// (WhoAmI): recorded with the time of the grant (record.Grant); the
+	// guard refuses any other name. Empty: no record of who.
+	GrantedBy string
 }
+
+// MaxGrant is the longest a grant made with `kubectl oria grant` lasts:
+// a break-glass grant is short; a standing one is an RBACPolicy written
+// for it (with a spec.expiresAt, or none).
+const MaxGrant = 90 * 24 * time.Hour
 
 // Subjects returns the subjects the options name: the user, the groups,
 // then the ServiceAccounts.
@@ -78,7 +88,7 @@ func (o GrantOptions) ExpiresAt(now time.Time) (*metav1.Time, error) {
 	var end time.Time
 	switch {
 	case (o.For == "") == (o.Until == ""):
-		return nil, errors.New("say how long the grant lasts: --for DURATION (2h, 90m, 3d) or --until TIME (RFC 3339), one of them")
+		return nil, errors.New("say how long the grant lasts: --for DURATION (2h, 90m, 3d, 1w) or --until TIME (RFC 3339), one of them")
 	case o.For != "":
 		d, err := ParseFor(o.For)
 		if err != nil {
@@ -96,23 +106,40 @@ func (o GrantOptions) ExpiresAt(now time.Time) (*metav1.Time, error) {
 	if !end.After(now) {
 		return nil, fmt.Errorf("the grant would end at %s, which is not after now (%s)", end.Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
+	if end.Sub(now) > MaxGrant {
+		return nil, fmt.Errorf("the grant would end at %s, more than %s from now: kubectl oria grant makes grants of at most %s; for a standing grant, write an RBACPolicy (kubectl oria plan -f, then kubectl apply -f)",
+			end.Format(time.RFC3339), maxGrantText, maxGrantText)
+	}
 	return &metav1.Time{Time: end}, nil
 }
 
-// ParseFor parses --for: a Go duration ("2h", "90m", "1h30m") or whole
-// days ("3d"); positive.
+// maxGrantText is MaxGrant as messages say it.
+const maxGrantText = "90 days"
+
+// ParseFor parses --for: a Go duration ("2h", "90m", "1h30m"), whole days
+// ("3d") or whole weeks ("1w"); positive. ExpiresAt bounds it (MaxGrant).
 func ParseFor(s string) (time.Duration, error) {
 	var d time.Duration
 	var err error
-	if days, ok := strings.CutSuffix(s, "d"); ok {
+	days, isDays := strings.CutSuffix(s, "d")
+	weeks, isWeeks := strings.CutSuffix(s, "w")
+	switch {
+	case isDays || isWeeks:
+		unit, digits := 24*time.Hour, days
+		if isWeeks {
+			unit, digits = 7*24*time.Hour, weeks
+		}
 		var n int
-		n, err = strconv.Atoi(days)
-		d = time.Duration(n) * 24 * time.Hour
-	} else {
+		n, err = strconv.Atoi(digits)
+		if err == nil && (n <= 0 || n > int(MaxGrant/unit)+1) {
+			err = errors.New("out of range")
+		}
+		d = time.Duration(n) * unit
+	default:
 		d, err = time.ParseDuration(s)
 	}
 	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("--for %q: want a positive duration, such as 2h, 90m, 1h30m or 3d", s)
+		return 0, fmt.Errorf("--for %q: want a positive duration, such as 2h, 90m, 1h30m, 3d or 1w (at most %s)", s, maxGrantText)
 	}
 	return d, nil
 }
@@ -161,8 +188,12 @@ func (o GrantOptions) Policy(now time.Time) (*oriav1alpha1.RBACPolicy, error) {
 		Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: o.Extension, Access: oriav1alpha1.Access(o.Access), Subjects: subj,
 			Namespaces: slices.Compact(slices.Sorted(slices.Values(o.Namespaces))), APIs: apis, ExpiresAt: end},
 	}
-	if o.Reason != "" {
-		p.Annotations = map[string]string{oriav1alpha1.AnnotationReason: o.Reason}
+	rec := record.Record{Reason: o.Reason}
+	if o.GrantedBy != "" {
+		rec.By, rec.At = o.GrantedBy, record.Now(now)
+	}
+	if !rec.Empty() {
+		p.Annotations = record.Grant.Set(nil, rec)
 	}
 	return p, nil
 }

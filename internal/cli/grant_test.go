@@ -56,6 +56,15 @@ func TestGrantPolicy(t *testing.T) {
 		{"a time that is not RFC 3339", func(o *GrantOptions) { o.For, o.Until = "", "Friday 18:00" }, nil, "want an RFC 3339 time"},
 		{"an end in the past", func(o *GrantOptions) { o.For, o.Until = "", "2025-06-06T15:00:00Z" }, nil, "not after now"},
 		{"an end within the second", func(o *GrantOptions) { o.For = "500ms" }, nil, "not after now"},
+		{"weeks", func(o *GrantOptions) { o.For = "1w" }, nil, ""},
+		{"the longest", func(o *GrantOptions) { o.For = "90d" }, nil, ""},
+		{"longer than the longest", func(o *GrantOptions) { o.For = "400d" }, nil, "at most 90 days"},
+		{"longer than the longest, in hours", func(o *GrantOptions) { o.For = "2161h" }, nil, "at most 90 days"},
+		{"until beyond the longest", func(o *GrantOptions) { o.For, o.Until = "", "2026-06-06T16:00:00Z" }, nil, "at most 90 days"},
+		{"the record of who", func(o *GrantOptions) { o.GrantedBy, o.Reason = "admin@example.com", "INC-1" },
+			&oriav1alpha1.RBACPolicy{TypeMeta: meta, ObjectMeta: metav1.ObjectMeta{Name: "break-glass", Annotations: map[string]string{
+				oriav1alpha1.AnnotationReason: "INC-1", oriav1alpha1.AnnotationGrantedBy: "admin@example.com", oriav1alpha1.AnnotationGrantedAt: "2025-06-06T16:00:00Z"}},
+				Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: "argocd", Access: "edit", Subjects: []rbacv1.Subject{user}, Namespaces: []string{"team-a", "team-b"}, ExpiresAt: end}}, ""},
 		{"an API that is not RESOURCE.GROUP", func(o *GrantOptions) { o.APIs = []string{"applications"} }, nil, "want RESOURCE.GROUP"},
 		{"an invalid name", func(o *GrantOptions) { o.Name = "Break Glass" }, nil, `--name "Break Glass"`},
 	} {
@@ -85,7 +94,7 @@ func TestGrantPolicy(t *testing.T) {
 
 func TestParseFor(t *testing.T) {
 	for in, want := range map[string]time.Duration{"2h": 2 * time.Hour, "90m": 90 * time.Minute, "1h30m": 90 * time.Minute, "3d": 72 * time.Hour,
-		"0s": 0, "-2h": 0, "d": 0, "2w": 0, "": 0} {
+		"2w": 14 * 24 * time.Hour, "90d": MaxGrant, "0s": 0, "-2h": 0, "d": 0, "w": 0, "0w": 0, "-1d": 0, "1.5d": 0, "9999999999999d": 0, "": 0} {
 		got, err := ParseFor(in)
 		if (err != nil) != (want == 0) || got != want {
 			t.Errorf("ParseFor(%q) = %v, %v; want %v", in, got, err, want)
@@ -212,6 +221,11 @@ func TestGrantCommand(t *testing.T) {
 	if d := cmp.Diff([]string{"team-a", "team-b", "team-c"}, p.Spec.Namespaces); d != "" || p.Kind != "RBACPolicy" || p.Name != "x" ||
 		p.Annotations[oriav1alpha1.AnnotationReason] != "INC-1" || p.Spec.ExpiresAt == nil {
 		t.Errorf("the policy:\n%s", out)
+	}
+	for _, absent := range []string{"status:", "creationTimestamp", oriav1alpha1.AnnotationGrantedBy} {
+		if strings.Contains(out, absent) {
+			t.Errorf("the policy to apply has %s:\n%s", absent, out)
+		}
 	}
 	out, err = run("grant", "alice", "--extension", "argocd", "--access", "view", "-A", "--for", "2h", "--dry-run")
 	if err != nil || !strings.HasPrefix(out, "rbacpolicy.oria.operatorframework.io/grant-alice-") || !strings.Contains(out, "created (dry run): view on argocd's APIs for User alice cluster-wide, until ") {

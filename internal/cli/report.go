@@ -72,14 +72,14 @@ func row(cells ...string) metav1.TableRow {
 // the extension itself, one per API, one per role and one per grant (with
 // the window of a time-bound grant and the time left).
 func StatusTable(report []ExtensionStatus) *metav1.Table {
-	t := &metav1.Table{ColumnDefinitions: columns([]string{"EXTENSION", "MODE", "KIND", "NAME", "DETAIL", "STATUS", "WINDOW"}, "SUBJECTS")}
+	t := &metav1.Table{ColumnDefinitions: columns([]string{"EXTENSION", "MODE", "KIND", "NAME", "DETAIL", "STATUS", "WINDOW", "RECORD"}, "SUBJECTS")}
 	for _, e := range report {
 		mode := e.Mode
 		if e.ModeFromDefault {
 			mode += " (default)"
 		}
 		add := func(kind, name, detail, status string, window *GrantWindow, subjects ...string) {
-			t.Rows = append(t.Rows, row(e.Name, mode, kind, name, detail, status, window.String(), strings.Join(subjects, ", ")))
+			t.Rows = append(t.Rows, row(e.Name, mode, kind, name, detail, status, window.String(), "", strings.Join(subjects, ", ")))
 		}
 		if e.NotFound {
 			add("ClusterExtension", e.Name, "not installed", "NotFound", nil)
@@ -105,6 +105,7 @@ func StatusTable(report []ExtensionStatus) *metav1.Table {
 		}
 		for _, g := range e.Grants {
 			add(g.Kind, g.Name, g.Access+" "+g.Where, "Ready="+g.Ready+" "+g.Reason, g.Window, g.Subjects...)
+			t.Rows[len(t.Rows)-1].Cells[7] = RecordText(g)
 		}
 	}
 	return t

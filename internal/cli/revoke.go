@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/record"
 )
 
 // Dry-run modes of grant and revoke, as kubectl's --dry-run.
@@ -104,12 +106,31 @@ type RevokeResult struct {
 	Confirmed time.Duration
 }
 
+// RevokeOptions say how revoke ends a grant.
+type RevokeOptions struct {
+	// Delete deletes the object instead of ending its window.
+	Delete bool
+	// DryRun is none, client or server.
+	DryRun string
+	// Wait is how long to wait for oria to report the grant Expired; 0:
+	// do not wait.
+	Wait time.Duration
+	// Permanent allows ending a grant that has no spec.expiresAt (a
+	// standing grant rather than a break-glass one).
+	Permanent bool
+	// By is the requester (WhoAmI) and Reason why: the record of the
+	// revocation (record.Revocation), written with the new end.
+	By, Reason string
+}
+
 // Revoke ends the grant obj names (RevokeTarget) now: it sets its
-// spec.expiresAt to now, keeping the object as the record of the grant,
-// or deletes it with del; then, unless wait is 0 or it is a dry run, waits
-// up to wait until oria reports it Expired. An instance compiled from an
-// RBACPolicy is ended through its policy.
-func Revoke(ctx context.Context, c client.Client, obj client.Object, del bool, dryRun string, wait time.Duration) (*RevokeResult, error) {
+// spec.expiresAt to now, with the record of who revoked it, when and why,
+// keeping the object as the record of the grant, or deletes it
+// (opts.Delete); then, unless opts.Wait is 0 or it is a dry run, waits
+// until oria reports it Expired. A grant with no spec.expiresAt is ended
+// only with opts.Permanent. An instance compiled from an RBACPolicy is
+// ended through its policy.
+func Revoke(ctx context.Context, c client.Client, obj client.Object, opts RevokeOptions) (*RevokeResult, error) {
 	kind := kindOfObject(obj)
 	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return nil, fmt.Errorf("reading %s %q: %w", kind, obj.GetName(), err)
@@ -119,13 +140,13 @@ func Revoke(ctx context.Context, c client.Client, obj client.Object, del bool, d
 			obj.GetName(), policy, policy)
 	}
 	res := &RevokeResult{Object: obj}
-	if del {
+	if opts.Delete {
 		res.Deleted = true
-		if dryRun == DryRunClient {
+		if opts.DryRun == DryRunClient {
 			return res, nil
 		}
 		var dopts []client.DeleteOption
-		if dryRun == DryRunServer {
+		if opts.DryRun == DryRunServer {
 			dopts = append(dopts, client.DryRunAll)
 		}
 		if err := c.Delete(ctx, obj, dopts...); err != nil {
@@ -133,7 +154,8 @@ func Revoke(ctx context.Context, c client.Client, obj client.Object, del bool, d
 		}
 		return res, nil
 	}
-	end, already, err := RevokeAt(windowOfObject(obj), time.Now())
+	w := windowOfObject(obj)
+	end, already, err := RevokeAt(w, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("%s %q %w", kind, obj.GetName(), err)
 	}
@@ -141,24 +163,54 @@ func Revoke(ctx context.Context, c client.Client, obj client.Object, del bool, d
 		res.Already = already
 		return res, nil
 	}
+	if w.ExpiresAt == nil && !opts.Permanent {
+		return nil, answerNo("%s %q is a standing grant (no spec.expiresAt), not a time-bound one: revoke ends it for good only with --permanent (or --delete); nothing changed",
+			kind, obj.GetName())
+	}
 	res.ExpiresAt = end
-	if dryRun == DryRunClient {
+	rec := record.Record{By: opts.By, At: record.Now(end.Time), Reason: opts.Reason}
+	if opts.DryRun == DryRunClient {
 		setExpiresAt(obj, end)
+		obj.SetAnnotations(record.Revocation.Set(obj.GetAnnotations(), rec))
 		return res, nil
 	}
-	patch := fmt.Appendf(nil, `{"spec":{"expiresAt":%q}}`, end.UTC().Format(time.RFC3339))
+	patch, err := revokePatch(end, rec)
+	if err != nil {
+		return nil, err
+	}
 	popts := []client.PatchOption{client.FieldOwner(FieldManager)}
-	if dryRun == DryRunServer {
+	if opts.DryRun == DryRunServer {
 		popts = append(popts, client.DryRunAll)
 	}
 	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), popts...); err != nil {
 		return nil, fmt.Errorf("setting spec.expiresAt of %s %q: %w", kind, obj.GetName(), err)
 	}
-	if dryRun == DryRunServer || wait <= 0 {
+	if opts.DryRun == DryRunServer || opts.Wait <= 0 {
 		return res, nil
 	}
-	res.Confirmed, err = waitExpired(ctx, c, obj, wait)
+	res.Confirmed, err = waitExpired(ctx, c, obj, opts.Wait)
 	return res, err
+}
+
+// revokePatch is the merge patch that ends a grant at end with the record
+// rec, written whole (a reason left out removes an earlier one).
+func revokePatch(end *metav1.Time, rec record.Record) ([]byte, error) {
+	annotations := map[string]*string{}
+	for key, v := range map[string]string{record.Revocation.By: rec.By, record.Revocation.At: rec.At, record.Revocation.Reason: rec.Reason} {
+		if v != "" {
+			annotations[key] = &v
+		} else {
+			annotations[key] = nil
+		}
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": annotations},
+		"spec":     map[string]any{"expiresAt": end.UTC().Format(time.RFC3339)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the revocation: %w", err)
+	}
+	return patch, nil
 }
 
 func setExpiresAt(obj client.Object, end *metav1.Time) {

@@ -17,6 +17,7 @@ import (
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/record"
 )
 
 // Scopes of an API, as the status report writes them.
@@ -75,6 +76,23 @@ type Grant struct {
 	// Window is the window of a time-bound grant, judged when the report
 	// was made; absent for a grant without one.
 	Window *GrantWindow `json:"window,omitempty"`
+	// Granted and Revoked are the records of who granted and who revoked
+	// it, when and why (package record; the guard keeps them true), on
+	// the RBACPolicy or a ScopeInstance of its own; absent when none is
+	// kept.
+	Granted *record.Record `json:"granted,omitempty"`
+	Revoked *record.Record `json:"revoked,omitempty"`
+}
+
+// records returns the records of annotations, nil when empty.
+func records(annotations map[string]string) (granted, revoked *record.Record) {
+	if r := record.Grant.Of(annotations); !r.Empty() {
+		granted = &r
+	}
+	if r := record.Revocation.Of(annotations); !r.Empty() {
+		revoked = &r
+	}
+	return granted, revoked
 }
 
 // ExtensionStatus is the status report of one ClusterExtension.
@@ -257,6 +275,7 @@ func extensionGrants(s *Snapshot, extension string) []Grant {
 			Where: where(p.Status.Scope, p.Status.BoundNamespaces, p.Status.BoundNamespaceCount), Subjects: subjectStrings(p.Spec.Subjects),
 			Window: windowOf(binding.PolicyWindow(p.Spec), s.Now)}
 		g.Ready, g.Reason, g.Message = ready(p.Status.Conditions)
+		g.Granted, g.Revoked = records(p.Annotations)
 		out = append(out, g)
 		si, ok := instances[p.Status.ScopeInstanceName]
 		if !ok {
@@ -304,6 +323,7 @@ func instanceGrants(s *Snapshot, apis []API) []Grant {
 			Where: where(si.Status.Scope, si.Status.BoundNamespaces, si.Status.BoundNamespaceCount), Subjects: subj[si.Spec.ScopeTemplateName],
 			Window: windowOf(binding.InstanceWindow(si.Spec), s.Now)}
 		g.Ready, g.Reason, g.Message = ready(si.Status.Conditions)
+		g.Granted, g.Revoked = records(si.Annotations)
 		out = append(out, g)
 	}
 	slices.SortFunc(out, func(a, b Grant) int { return cmp.Compare(a.Name, b.Name) })

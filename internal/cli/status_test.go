@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,6 +13,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/record"
 )
 
 func crd(ext, group, plural, kind string, scope apiextensionsv1.ResourceScope) apiextensionsv1.CustomResourceDefinition {
@@ -145,7 +148,8 @@ func TestStatusTable(t *testing.T) {
 		APIs:  []API{{CRD: "clusters.db.io", Scope: ScopeCluster}},
 		Roles: []Role{{Name: "clusters.db.io-edit", Source: SourceConflict}},
 		Grants: []Grant{{Kind: "RBACPolicy", Name: "p", Access: "view", Where: "cluster-wide", Ready: "True", Reason: "Bound", Subjects: []string{"Group devs"},
-			Window: &GrantWindow{State: WindowActive, TimeLeft: "2h", Description: "until 2025-06-06T18:00:00Z (2h left)"}}},
+			Window:  &GrantWindow{State: WindowActive, TimeLeft: "2h", Description: "until 2025-06-06T18:00:00Z (2h left)"},
+			Granted: &record.Record{By: "admin", At: "2025-06-06T16:00:00Z", Reason: "INC-1"}, Revoked: &record.Record{By: "bob", At: "2025-06-06T17:00:00Z"}}},
 	}, {Name: "gone", NotFound: true, Mode: "none", RBACManaged: "Unknown", Reason: "NotFound",
 		Grants: []Grant{{Kind: "RBACPolicy", Name: "q", Access: "edit", Where: NothingBound, Ready: "False", Reason: "ExtensionNotFound"}},
 	}})
@@ -154,12 +158,13 @@ func TestStatusTable(t *testing.T) {
 		got = append(got, r.Cells)
 	}
 	want := [][]any{
-		{"db", "Unmanaged (default)", "ClusterExtension", "db", "1 API", "RBACManaged=False Unmanaged", "", ""},
-		{"db", "Unmanaged (default)", "API", "clusters.db.io", "Cluster", "", "", ""},
-		{"db", "Unmanaged (default)", "ClusterRole", "clusters.db.io-edit", "conflict", "Conflict", "", ""},
-		{"db", "Unmanaged (default)", "RBACPolicy", "p", "view cluster-wide", "Ready=True Bound", "until 2025-06-06T18:00:00Z (2h left)", "Group devs"},
-		{"gone", "none", "ClusterExtension", "gone", "not installed", "NotFound", "", ""},
-		{"gone", "none", "RBACPolicy", "q", "edit (nothing bound)", "Ready=False ExtensionNotFound", "", ""},
+		{"db", "Unmanaged (default)", "ClusterExtension", "db", "1 API", "RBACManaged=False Unmanaged", "", "", ""},
+		{"db", "Unmanaged (default)", "API", "clusters.db.io", "Cluster", "", "", "", ""},
+		{"db", "Unmanaged (default)", "ClusterRole", "clusters.db.io-edit", "conflict", "Conflict", "", "", ""},
+		{"db", "Unmanaged (default)", "RBACPolicy", "p", "view cluster-wide", "Ready=True Bound", "until 2025-06-06T18:00:00Z (2h left)",
+			`granted by "admin" at 2025-06-06T16:00:00Z: INC-1; revoked by "bob" at 2025-06-06T17:00:00Z`, "Group devs"},
+		{"gone", "none", "ClusterExtension", "gone", "not installed", "NotFound", "", "", ""},
+		{"gone", "none", "RBACPolicy", "q", "edit (nothing bound)", "Ready=False ExtensionNotFound", "", "", ""},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("StatusTable (-want +got):\n%s", d)
@@ -200,5 +205,34 @@ func TestWhere(t *testing.T) {
 		if got := where(tc.scope, tc.bound, int32(len(tc.bound))); got != tc.want {
 			t.Errorf("where(%q, %v) = %q, want %q", tc.scope, tc.bound, got, tc.want)
 		}
+	}
+}
+
+// TestHideEnded: a grant that expired more than the kept time ago is left
+// out, with the instance compiled from it; a recent one, an active one and
+// one without a window stay.
+func TestHideEnded(t *testing.T) {
+	now := time.Date(2025, 6, 6, 12, 0, 0, 0, time.UTC)
+	ended := func(ago time.Duration) *GrantWindow {
+		return &GrantWindow{State: WindowExpired, ExpiresAt: &metav1.Time{Time: now.Add(-ago)}}
+	}
+	report := []ExtensionStatus{{Name: "argocd", Grants: []Grant{
+		{Kind: "RBACPolicy", Name: "old", Window: ended(25 * time.Hour)},
+		{Kind: "ScopeInstance", Name: "rbacpolicy-old", Window: ended(25 * time.Hour)},
+		{Kind: "RBACPolicy", Name: "recent", Window: ended(time.Hour)},
+		{Kind: "ScopeInstance", Name: "rbacpolicy-recent", Window: ended(time.Hour)},
+		{Kind: "RBACPolicy", Name: "standing"},
+		{Kind: "ScopeInstance", Name: "own-old", Window: ended(48 * time.Hour)},
+		{Kind: "RBACPolicy", Name: "active", Window: &GrantWindow{State: WindowActive}},
+	}}}
+	if n := HideEnded(report, now, EndedKept); n != 2 {
+		t.Errorf("HideEnded = %d, want 2", n)
+	}
+	var names []string
+	for _, g := range report[0].Grants {
+		names = append(names, g.Name)
+	}
+	if d := cmp.Diff([]string{"recent", "rbacpolicy-recent", "standing", "active"}, names); d != "" {
+		t.Errorf("kept (-want +got):\n%s", d)
 	}
 }

@@ -79,7 +79,7 @@ func TestKubectlOriaGrantRevoke(t *testing.T) {
 		"ScopeTemplate rbacpolicy-" + name, "subjects: User " + user,
 		"is time-bound: it grants until ", "oria deletes its bindings then",
 		"create", "RoleBinding",
-		"rbacpolicy.oria.operatorframework.io/" + name + " created: edit on " + ext + "'s APIs for User " + user + " in " + ns + ", until ",
+		"rbacpolicy.oria.operatorframework.io/" + name + " granted: edit on " + crd.Name + " for User " + user + " in 1 namespace: " + ns + ", until ",
 	} {
 		assert.Contains(t, out, want)
 	}

@@ -18,7 +18,9 @@ import (
 	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -33,10 +35,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/olm"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/reconciler"
+	"github.com/operator-framework/oria/internal/record"
 	"github.com/operator-framework/oria/internal/watch"
 )
 
@@ -212,8 +216,25 @@ func (r *Reconciler) Status(policy *oriav1alpha1.RBACPolicy, p *plan, out result
 // Patch writes the status when it changed, and warns when Ready enters a
 // state to look at.
 func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.RBACPolicy) (time.Duration, error) {
-	return reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.RBACPolicy) []metav1.Condition { return o.Status.Conditions },
+	hold, err := reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.RBACPolicy) []metav1.Condition { return o.Status.Conditions },
 		reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.RBACPolicy) any { return o.Status }))(ctx, before, after)
+	if err == nil && hold == 0 {
+		r.recordRevoked(before, after)
+	}
+	return hold, err
+}
+
+// recordRevoked names who revoked the policy, when and why (its record,
+// package record) in a Revoked Event when its grant has just expired and
+// the record says it was revoked.
+func (r *Reconciler) recordRevoked(before, after *oriav1alpha1.RBACPolicy) {
+	rec := record.Revocation.Of(after.Annotations)
+	was := meta.FindStatusCondition(before.Status.Conditions, oriav1alpha1.TypeReady)
+	now := meta.FindStatusCondition(after.Status.Conditions, oriav1alpha1.TypeReady)
+	if r.Recorder == nil || rec.Empty() || now == nil || now.Reason != oriav1alpha1.ReasonExpired || (was != nil && was.Reason == oriav1alpha1.ReasonExpired) {
+		return
+	}
+	r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, "Revoked", "Expire", "the grant %s: revoked %s", binding.PolicyWindow(after.Spec).Describe(time.Now()), rec)
 }
 
 // Requeue looks again soon while the API server's discovery is pending,

@@ -16,6 +16,7 @@ import (
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/ownership"
 	policymodel "github.com/operator-framework/oria/internal/policy"
+	"github.com/operator-framework/oria/internal/record"
 	"github.com/operator-framework/oria/internal/status"
 )
 
@@ -122,6 +123,9 @@ func (r *Reconciler) ensure(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 					"ScopeTemplate %q binds %d ClusterRoles", o.Name, len(t.Spec.ClusterRoles))
 			} else {
 				r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Compiled", "Apply", "ScopeInstance %q targets %s", o.Name, describeInstance(i))
+				if rec := record.Grant.Of(policy.Annotations); o.Action == engine.Created && !rec.Empty() {
+					r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Granted", "Apply", "%s access granted %s", policy.Spec.Access, rec)
+				}
 			}
 		}
 	}
@@ -201,6 +205,9 @@ func (r *Reconciler) revoke(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 	n, err := r.deleteCompiled(ctx, policy.Name, policy.UID)
 	if err != nil || n == 0 {
 		return err
+	}
+	if rec := record.Revocation.Of(policy.Annotations); !rec.Empty() {
+		why += "; revoked " + rec.String()
 	}
 	r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, "Revoked", "Delete", "removed the grant: %s", why)
 	return nil

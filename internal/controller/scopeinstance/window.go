@@ -187,7 +187,7 @@ func closedStatus(st *oriav1alpha1.ScopeInstanceStatus, p *plan, res result, err
 			"the grant is time-bound, %s: nothing is bound before spec.notBefore", p.window.Describe(p.now)))
 	default:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonExpired, fmt.Sprintf(
-			"the grant %s (spec.expiresAt): its bindings are deleted and it grants nothing; delete the instance, or move spec.expiresAt later to grant again",
+			"the grant %s (spec.expiresAt): its bindings are deleted and it grants nothing; the object stays as the record of the grant (to grant again, move spec.expiresAt later, on its RBACPolicy if it is compiled from one)",
 			p.window.Describe(p.now)))
 	}
 }

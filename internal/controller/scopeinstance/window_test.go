@@ -53,7 +53,7 @@ func TestComputeStatusWindow(t *testing.T) {
 		res:  result{published: publisher.Outcome{Status: pub}},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 3, Scope: oriav1alpha1.ScopeCluster, NamespaceUIDs: map[string]string{"a": "uid-a"}, Publication: pub,
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonExpired,
-				"the grant expired at 2025-06-06T11:59:59Z (spec.expiresAt): its bindings are deleted and it grants nothing; delete the instance, or move spec.expiresAt later to grant again")},
+				"the grant expired at 2025-06-06T11:59:59Z (spec.expiresAt): its bindings are deleted and it grants nothing; the object stays as the record of the grant (to grant again, move spec.expiresAt later, on its RBACPolicy if it is compiled from one)")},
 	}, {
 		name: "expired, but a deletion failed: an error, retried",
 		p:    closed(binding.Window{ExpiresAt: at(-time.Second)}, false),

@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	policymodel "github.com/operator-framework/oria/internal/policy"
+)
+
+// EndedKept is how long after its end status still lists a grant that has
+// expired (without --all): the records of older ones stay on their
+// objects, out of the daily view.
+const EndedKept = 24 * time.Hour
+
+func statusCommand(cs *clients, streams genericiooptions.IOStreams) *cobra.Command {
+	pf := printFlags()
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "status [EXTENSION...] [--all]",
+		Short: "Per ClusterExtension: its RBAC mode, APIs, generated or bundle roles, and the RBACPolicies granting them",
+		Long: `Per ClusterExtension (those named, or all of them, and those RBACPolicies name that are not
+installed): its RBAC mode, its APIs, the roles oria generated or the bundle provides, and the
+grants (RBACPolicies, the ScopeInstances they compile into, and ScopeInstances of their own that
+bind the extension's roles), with their window and their record: who granted, when and why, and
+who revoked, when and why (RECORD; -o json: granted, revoked), as kubectl oria grant and revoke
+write it and oria's guard keeps it true. A grant that expired more than 24h ago is left out, and
+counted on standard error; --all lists it. -o name lists the extensions that exist.`,
+		Example: `  kubectl oria status
+  kubectl oria status argocd -o yaml
+  kubectl oria status argocd --all -o wide   # every grant, expired ones too, with its subjects`,
+		ValidArgsFunction: completeExtensions(cs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cs.get()
+			if err != nil {
+				return err
+			}
+			s, err := Read(cmd.Context(), c, What{Extensions: args})
+			if err != nil {
+				return err
+			}
+			warn(streams.ErrOut, s.Warnings)
+			report, err := Status(s, args...)
+			if err != nil {
+				return err
+			}
+			if !all {
+				if n := HideEnded(report, s.Now, EndedKept); n > 0 {
+					fmt.Fprintf(streams.ErrOut, "%s that expired more than %s ago not listed; --all lists them\n", plural(n, "grant"), endedKeptText)
+				}
+			}
+			var names []string
+			for _, e := range report {
+				if !e.NotFound {
+					names = append(names, "clusterextension.olm.operatorframework.io/"+e.Name)
+				}
+			}
+			return output(pf, streams, view{table: StatusTable(report), names: names, kind: "StatusReport", body: StatusReport{Extensions: report}})
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "Also list the grants that expired more than 24h ago.")
+	addPrintFlags(pf, cmd)
+	return cmd
+}
+
+// endedKeptText is EndedKept as messages say it.
+const endedKeptText = "24h"
+
+// HideEnded removes from report the grants whose window ended more than
+// kept before now (an RBACPolicy with the ScopeInstance compiled from it),
+// and returns how many grants it removed (policies and ScopeInstances of
+// their own; a compiled instance goes with its policy).
+func HideEnded(report []ExtensionStatus, now time.Time, kept time.Duration) int {
+	n := 0
+	for i := range report {
+		gone := map[string]bool{} // compiled instances of hidden policies
+		var out []Grant
+		for _, g := range report[i].Grants {
+			old := g.Window != nil && g.Window.State == WindowExpired && g.Window.ExpiresAt != nil && now.Sub(g.Window.ExpiresAt.Time) > kept
+			switch {
+			case g.Kind == "ScopeInstance" && gone[g.Name]:
+				continue
+			case old && g.Kind == "RBACPolicy":
+				gone[policymodel.ObjectName(g.Name)] = true
+				n++
+				continue
+			case old:
+				n++
+				continue
+			}
+			out = append(out, g)
+		}
+		report[i].Grants = out
+	}
+	return n
+}
+
+// RecordText is a grant's record for a table cell: `granted by "alice"
+// 2025-06-06T12:00:00Z: INC-1; revoked by "bob" ...`, "" when none is
+// kept.
+func RecordText(g Grant) string {
+	var parts []string
+	if g.Granted != nil {
+		parts = append(parts, "granted "+g.Granted.String())
+	}
+	if g.Revoked != nil {
+		parts = append(parts, "revoked "+g.Revoked.String())
+	}
+	return strings.Join(parts, "; ")
+}
