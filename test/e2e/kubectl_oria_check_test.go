@@ -168,15 +168,16 @@ func TestKubectlOriaCheck(t *testing.T) {
 		})
 
 	// A plugin of another release than the install (its CRDs and its
-	// server): one failed line, with the fix.
+	// server, a healthy install of its own): one failed line, with the fix.
+	otherNS := testutil.CreateNamespace(t, k8sClient, "oria-check-other", nil)
+	fakeInstall(t, otherNS, "v0.0.0-other")
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, len(cli.OriaCRDs))
 	for i, name := range cli.OriaCRDs {
 		crds[i] = &apiextensionsv1.CustomResourceDefinition{}
 		require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, crds[i]))
 		testutil.Update(t, k8sClient, crds[i], func() { crds[i].Labels = map[string]string{oriav1alpha1.LabelVersion: "v0.0.0-other"} })
 	}
-	testutil.Update(t, k8sClient, d, func() { d.Spec.Template.Labels[oriav1alpha1.LabelVersion] = "v0.0.0-other" })
-	report, code = checkOf(t, "-n", ns)
+	report, code = checkOf(t, "-n", otherNS)
 	logCheck(t, "a plugin of another release", report)
 	assert.Equal(t, cli.ExitNo, code)
 	assert.Equal(t, 1, countVerdicts(report, cli.CheckFailed), "version skew is one failed line: %+v", report.Verdicts)
