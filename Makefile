@@ -65,6 +65,10 @@ localcluster:
 controlplane: ## Build (once, cached outside the clone) etcd, kube-apiserver and kube-controller-manager.
 	@hack/controlplane.sh >/dev/null
 
+.PHONY: kubectl
+kubectl: ## Build (once, cached beside the control plane) the kubectl of the control plane's Kubernetes release; make run and local-up link it into .local/bin.
+	@hack/kubectl.sh >/dev/null
+
 # Every release with a wrapper module hack/tools/olm-<version>; test/olm runs against each.
 OLM_VERSIONS := $(patsubst hack/tools/olm-%,%,$(wildcard hack/tools/olm-v*))
 
@@ -77,22 +81,32 @@ olm: ## Build (once, cached outside the clone) OLM v1: operator-controller and c
 # `make run` stops (oria, then the local control plane) on Ctrl-C and on SIGINT or SIGTERM sent
 # to make alone. make passes SIGTERM on to the recipe, which execs localcluster; on SIGINT it waits
 # for the recipe and deletes its target, RUN_STOP_FILE, which localcluster creates and watches
-# (hack/localcluster/stop.go). Metrics and health probes listen on loopback only.
+# (hack/localcluster/stop.go). Metrics and health probes listen on loopback only, and not on
+# 8080: kubectl with no kubeconfig talks to localhost:8080.
 RUN_STOP_FILE := $(CURDIR)/bin/.make-run
+RUN_METRICS_ADDRESS ?= 127.0.0.1:8082
+RUN_PROBE_ADDRESS ?= 127.0.0.1:8081
+# What make run and make local-up link into .local/bin, which the exports they print put first on
+# PATH: the kubectl of the control plane's release, and the plugin.
+LOCAL_LINKS = --link "$$(hack/kubectl.sh)/kubectl" --link "$(CURDIR)/bin/kubectl-oria"
 
 .PHONY: run
 run: $(RUN_STOP_FILE) ## Run oria: against the cluster of KUBECONFIG if set, else on a local control plane under .local/.
 
-$(RUN_STOP_FILE): build localcluster controlplane
-	exec bin/localcluster run --dir "$(LOCAL_DIR)" --assets "$$(hack/controlplane.sh)" --stop-file "$@" -- \
-		bin/oria --metrics-bind-address=127.0.0.1:8080 --metrics-secure=false --health-probe-bind-address=127.0.0.1:8081 $(ARGS)
+$(RUN_STOP_FILE): build localcluster controlplane kubectl
+	exec bin/localcluster run --dir "$(LOCAL_DIR)" --assets "$$(hack/controlplane.sh)" --stop-file "$@" $(LOCAL_LINKS) -- \
+		bin/oria --metrics-bind-address=$(RUN_METRICS_ADDRESS) --metrics-secure=false --health-probe-bind-address=$(RUN_PROBE_ADDRESS) $(ARGS)
+
+# GUARD=false starts the control plane without oria's escalation guard, for a release's
+# install.yaml (docs/operations.md, "A local smoke test").
+GUARD ?= true
 
 .PHONY: local-up
-local-up: localcluster controlplane ## Start the local control plane in the background (kubeconfig: .local/kubeconfig).
-	bin/localcluster up --dir "$(LOCAL_DIR)" --assets "$$(hack/controlplane.sh)"
+local-up: build localcluster controlplane kubectl ## Start the local control plane in the background (kubeconfig: .local/kubeconfig); GUARD=false: without oria's guard, for install.yaml.
+	bin/localcluster up --dir "$(LOCAL_DIR)" --assets "$$(hack/controlplane.sh)" --guard=$(GUARD) $(LOCAL_LINKS)
 
 .PHONY: local-down
-local-down: localcluster ## Stop the local control plane and remove its state.
+local-down: localcluster ## Stop the local control plane and remove its state (.local: etcd data, certificates, kubeconfig, logs, bin/).
 	bin/localcluster down --dir "$(LOCAL_DIR)"
 
 .PHONY: build-release

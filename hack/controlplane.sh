@@ -5,7 +5,9 @@
 # A second run finds the binaries and returns at once.
 #
 # Versions come from the wrapper modules' go.mod files, so bumping a version
-# there is all it takes to get a fresh, separately cached build.
+# there is all it takes to get a fresh, separately cached build. The matching
+# kubectl is built apart, on demand, into the same directory (hack/kubectl.sh):
+# `make test` does not need it.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,20 +28,9 @@ bins=(etcd kube-apiserver kube-controller-manager)
 print_if_built "$dir" "${bins[@]}"
 make_build_dir "$cache/controlplane"
 
-minor="${k8s_version#v1.}"; minor="${minor%%.*}"
-kube_ldflags="-s -w \
- -X k8s.io/component-base/version.gitVersion=${k8s_version} \
- -X k8s.io/component-base/version.gitMajor=1 \
- -X k8s.io/component-base/version.gitMinor=${minor} \
- -X k8s.io/component-base/version.gitTreeState=clean \
- -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z \
- -X k8s.io/client-go/pkg/version.gitVersion=${k8s_version} \
- -X k8s.io/client-go/pkg/version.gitMajor=1 \
- -X k8s.io/client-go/pkg/version.gitMinor=${minor}"
-
 echo "controlplane.sh: building kube-apiserver, kube-controller-manager ${k8s_version} and etcd ${etcd_version} into $dir (first time only, ~10 min)" >&2
 start=$SECONDS
-(cd "$cp_mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$kube_ldflags" -o "$tmp/" \
+(cd "$cp_mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$(kube_ldflags "$k8s_version")" -o "$tmp/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
 (cd "$etcd_mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
 echo "controlplane.sh: built in $((SECONDS - start))s" >&2

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +159,41 @@ func TestParseFlagsCertManagement(t *testing.T) {
 	}
 	if _, err := parseFlags([]string{"--cert-management=cert-manager"}, io.Discard); err == nil || !strings.Contains(err.Error(), `invalid --cert-management "cert-manager"`) {
 		t.Errorf("an invalid --cert-management: %v", err)
+	}
+}
+
+// TestAddressesAvoidKubectlDefault: neither oria's default addresses nor
+// those make run gives it (RUN_METRICS_ADDRESS, RUN_PROBE_ADDRESS in the
+// Makefile) are port 8080, where kubectl without a kubeconfig sends its
+// requests: a fresh terminal would otherwise talk to oria's metrics server.
+func TestAddressesAvoidKubectlDefault(t *testing.T) {
+	cfg, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := map[string]string{"--metrics-bind-address": cfg.opts.MetricsBindAddress, "--health-probe-bind-address": cfg.opts.HealthProbeBindAddress}
+	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"RUN_METRICS_ADDRESS", "RUN_PROBE_ADDRESS"} {
+		m := regexp.MustCompile(`(?m)^` + name + ` \?= (\S+)$`).FindSubmatch(makefile)
+		if m == nil {
+			t.Fatalf("the Makefile sets no %s", name)
+		}
+		addrs["make run's "+name] = string(m[1])
+	}
+	if !bytes.Contains(makefile, []byte("--metrics-bind-address=$(RUN_METRICS_ADDRESS)")) || !bytes.Contains(makefile, []byte("--health-probe-bind-address=$(RUN_PROBE_ADDRESS)")) {
+		t.Error("make run does not pass RUN_METRICS_ADDRESS and RUN_PROBE_ADDRESS to oria")
+	}
+	for what, addr := range addrs {
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Errorf("%s %q: %v", what, addr, err)
+			continue
+		}
+		if port == "8080" {
+			t.Errorf("%s is %s: kubectl's default server is localhost:8080", what, addr)
+		}
 	}
 }

@@ -1,17 +1,27 @@
 // Command localcluster runs oria's local control plane (see
 // test/localcluster) for `make run`, `make local-up` and `make local-down`.
 //
-//	localcluster up    --dir D [--assets A]   start in the background, return when healthy
+//	localcluster up    --dir D [--assets A] [--guard=false] [--link F]...
+//	    start in the background, return when healthy; --guard=false starts
+//	    it without oria's escalation guard (no webhook configuration, no
+//	    status policy), so that a release's install.yaml applies as it is
 //	localcluster down  --dir D                stop it and remove its state
-//	localcluster serve --dir D [--assets A]   run in the foreground until signalled
-//	localcluster run   --dir D [--assets A] [--stop-file F] -- CMD [ARGS]
+//	localcluster serve --dir D [--assets A] [--guard=false]
+//	    run in the foreground until signalled
+//	localcluster run   --dir D [--assets A] [--stop-file F] [--link F]... -- CMD [ARGS]
 //	    run CMD with KUBECONFIG pointing at the cluster, and the flags that make
 //	    oria serve the cluster's escalation guard (--webhook-host, --webhook-port,
-//	    --webhook-cert-dir) appended to ARGS; with $KUBECONFIG already set, CMD
-//	    runs against that cluster as given and no local control plane starts.
-//	    A cluster started with `up` is reused and left running; otherwise the
-//	    cluster is started for CMD and stopped when CMD exits. Ctrl-C, SIGINT
-//	    or SIGTERM to this process, or removing F stops both (see stop.go).
+//	    --webhook-cert-dir) and elect a leader (--leader-elect: its Lease in
+//	    kube-system, where `kubectl oria check` finds it) appended to ARGS; with
+//	    $KUBECONFIG already set, CMD runs against that cluster as given and no
+//	    local control plane starts. A cluster started with `up` is reused and
+//	    left running; otherwise the cluster is started for CMD and stopped, its
+//	    state removed (it says so), when CMD exits. Ctrl-C, SIGINT or SIGTERM
+//	    to this process, or removing F stops both (see stop.go).
+//
+// --link F links the file F into D/bin (make run and make local-up link the
+// kubectl of the control plane's release and the plugin), and the exports
+// printed at start put D/bin first on PATH.
 package main
 
 import (
@@ -50,6 +60,9 @@ func run(args []string) error {
 	dir := fs.String("dir", ".local", "state directory (kubeconfig, certificates, etcd data, logs)")
 	assets := fs.String("assets", "", "directory with etcd, kube-apiserver and kube-controller-manager")
 	stopFile := fs.String("stop-file", "", "run: a file created at once; removing it stops CMD and the cluster, as SIGINT does (make run: make removes it when it gets SIGINT)")
+	guard := fs.Bool("guard", true, "up, serve: install oria's escalation guard (its webhook configuration, calling oria at a local URL, and its status policy); false leaves both to an install.yaml")
+	var link links
+	fs.Var(&link, "link", "up, run: a file to link into DIR/bin (repeatable)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -59,13 +72,21 @@ func run(args []string) error {
 	}
 	switch args[0] {
 	case "up":
-		return up(abs, *assets)
+		if err := up(abs, *assets, *guard); err != nil {
+			return err
+		}
+		if err := linkTools(abs, link); err != nil {
+			return err
+		}
+		printExports(os.Stdout, abs)
+		fmt.Println("stop it with: make local-down (which removes " + abs + ")")
+		return nil
 	case "down":
 		return down(abs)
 	case "serve":
-		return serve(abs, *assets)
+		return serve(abs, *assets, *guard)
 	case "run":
-		return runCommand(abs, *assets, *stopFile, fs.Args())
+		return runCommand(abs, *assets, *stopFile, link, fs.Args())
 	default:
 		return fmt.Errorf("unknown command %q", args[0])
 	}
@@ -100,7 +121,7 @@ func running(dir string) int {
 	return pid
 }
 
-func up(dir, assets string) error {
+func up(dir, assets string, guard bool) error {
 	if pid := running(dir); pid != 0 {
 		fmt.Printf("local control plane already running (pid %d); kubeconfig: %s\n", pid, kubeconfig(dir))
 		return nil
@@ -118,7 +139,7 @@ func up(dir, assets string) error {
 		return err
 	}
 	defer log.Close()
-	cmd := exec.Command(self, "serve", "--dir", dir, "--assets", assets)
+	cmd := exec.Command(self, "serve", "--dir", dir, "--assets", assets, "--guard="+strconv.FormatBool(guard))
 	cmd.Stdout, cmd.Stderr = log, log
 	// A session of its own: the cluster outlives this command and the
 	// terminal's Ctrl-C.
@@ -139,7 +160,11 @@ func up(dir, assets string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 		if _, err := os.Stat(readyFile(dir)); err == nil {
-			fmt.Printf("local control plane running (pid %d)\n  export KUBECONFIG=%s\n  stop it with: make local-down\n", cmd.Process.Pid, kubeconfig(dir))
+			what := "with oria's escalation guard: run oria with make run"
+			if !guard {
+				what = "without oria's escalation guard: ready for a release's install.yaml (docs/operations.md, a local smoke test)"
+			}
+			fmt.Printf("local control plane running (pid %d), %s\n", cmd.Process.Pid, what)
 			return nil
 		}
 	}
@@ -156,11 +181,14 @@ func down(dir string) error {
 		}
 		fmt.Println("local control plane stopped")
 	}
+	if _, err := os.Stat(dir); err == nil {
+		fmt.Printf("removing its state: %s (%s)\n", dir, stateContents)
+	}
 	return os.RemoveAll(dir)
 }
 
 // start starts the cluster with its state in dir; the caller must Stop it.
-func start(ctx context.Context, dir, assets string) (*localcluster.Cluster, func(), error) {
+func start(ctx context.Context, dir, assets string, guard bool) (*localcluster.Cluster, func(), error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
@@ -169,7 +197,7 @@ func start(ctx context.Context, dir, assets string) (*localcluster.Cluster, func
 		return nil, nil, err
 	}
 	fmt.Fprintln(os.Stderr, "starting local control plane (etcd, kube-apiserver, kube-controller-manager) ...")
-	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, AssetsDir: assets, ControllerManager: true, Log: kcmLog, Webhook: true})
+	c, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, AssetsDir: assets, ControllerManager: true, Log: kcmLog, Webhook: guard})
 	if err != nil {
 		kcmLog.Close()
 		return nil, nil, err
@@ -183,10 +211,10 @@ func start(ctx context.Context, dir, assets string) (*localcluster.Cluster, func
 	return c, stop, nil
 }
 
-func serve(dir, assets string) error {
+func serve(dir, assets string, guard bool) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	c, stop, err := start(ctx, dir, assets)
+	c, stop, err := start(ctx, dir, assets, guard)
 	if err != nil {
 		return err
 	}
@@ -219,7 +247,18 @@ func isLocal(dir, path string) bool {
 	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
-func runCommand(dir, assets, stopFile string, argv []string) error {
+// leaderFlags make oria on the local control plane elect a leader, as an
+// install's replicas do: its Lease (in kube-system, oria's namespace outside
+// a pod) is what `kubectl oria check` reads to tell that it reconciles.
+var leaderFlags = []string{"--leader-elect"}
+
+// withLeaderFlags puts leaderFlags right after the command, so that the
+// command's own arguments (make run's ARGS) can say otherwise.
+func withLeaderFlags(argv []string) []string {
+	return append(append([]string{argv[0]}, leaderFlags...), argv[1:]...)
+}
+
+func runCommand(dir, assets, stopFile string, link []string, argv []string) error {
 	if len(argv) == 0 {
 		return errors.New("run needs a command after --")
 	}
@@ -240,18 +279,32 @@ func runCommand(dir, assets, stopFile string, argv []string) error {
 		if err != nil {
 			return fmt.Errorf("reading the escalation guard's flags (restart with make local-down local-up): %w", err)
 		}
-		argv = append(argv, strings.Fields(string(b))...)
+		argv = append(withLeaderFlags(argv), strings.Fields(string(b))...)
+		if err := linkTools(dir, link); err != nil {
+			return err
+		}
+		printExports(os.Stderr, dir)
 	default:
 		ctx, cancel := stop.context()
-		c, s, err := start(ctx, dir, assets)
+		c, s, err := start(ctx, dir, assets, true)
 		cancel()
 		if err != nil {
 			return err
 		}
-		stopCluster = func() { s(); _ = os.RemoveAll(dir) }
-		fmt.Fprintf(os.Stderr, "local control plane ready; in another terminal: export KUBECONFIG=%s\n", kubeconfig(dir))
+		stopCluster = func() {
+			s()
+			fmt.Fprintf(os.Stderr, "local control plane stopped; removing its state: %s (%s). To keep a cluster between runs, start it with make local-up (make local-down removes it)\n",
+				dir, stateContents)
+			_ = os.RemoveAll(dir)
+		}
+		if err := linkTools(dir, link); err != nil {
+			stopCluster()
+			return err
+		}
+		fmt.Fprint(os.Stderr, "local control plane ready; ")
+		printExports(os.Stderr, dir)
 		env = append(env, "KUBECONFIG="+kubeconfig(dir))
-		argv = append(argv, c.OriaFlags()...)
+		argv = append(withLeaderFlags(argv), c.OriaFlags()...)
 	}
 	err = stop.run(argv, env)
 	if stopCluster != nil {

@@ -59,7 +59,11 @@ type Verdict struct {
 // CheckReport is the body of `kubectl oria check -o json|yaml`.
 type CheckReport struct {
 	// Namespace is oria's namespace, where its Deployment and Lease are.
-	Namespace     string    `json:"namespace"`
+	Namespace string `json:"namespace"`
+	// Outside is the URL the API server calls oria's guard at when oria runs
+	// outside the cluster (make run): the webhook has a URL, not a Service,
+	// and there is no Deployment.
+	Outside       string    `json:"outside,omitempty"`
 	PluginVersion string    `json:"pluginVersion"`
 	ServerVersion string    `json:"serverVersion,omitempty"`
 	Verdicts      []Verdict `json:"verdicts"`
@@ -109,9 +113,12 @@ type CheckFacts struct {
 	// could not be listed).
 	Pods    []string
 	PodsErr error
-	// Lease is nil when it does not exist.
-	Lease    *coordinationv1.Lease
-	LeaseErr error
+	// Lease is nil when it does not exist; LeaseNamespace is where it was
+	// read (Namespace, or OutsideLeaseNamespace for an oria that runs
+	// outside the cluster).
+	Lease          *coordinationv1.Lease
+	LeaseErr       error
+	LeaseNamespace string
 }
 
 // ClusterExtensionCRD is the CRD of OLM v1's ClusterExtension.
@@ -139,7 +146,7 @@ func Verdicts(f *CheckFacts) []Verdict {
 }
 
 // crdVerdict checks that a CRD is installed, established and serves
-// version; with plugin set, also that its version label is plugin.
+// version; with plugin set (oria's CRDs), it says at which oria version.
 func crdVerdict(f *CheckFacts, check, name, version, plugin string) Verdict {
 	v := Verdict{Check: check, Object: crdObject + name}
 	fact := f.CRDs[name]
@@ -164,19 +171,12 @@ func crdVerdict(f *CheckFacts, check, name, version, plugin string) Verdict {
 	if plugin == "" {
 		return verdictOK(v, msg)
 	}
-	have := crd.Labels[oriav1alpha1.LabelVersion]
-	switch {
-	case !released(plugin):
-		return verdictWarning(v, fmt.Sprintf("%s; the plugin is a development build (%s): oria's version is not compared", msg, plugin),
-			"use a released kubectl-oria, or build it with make build (which stamps VERSION)")
-	case have == "":
-		return verdictWarning(v, msg+"; its oria version is unknown (no "+oriav1alpha1.LabelVersion+" label)",
-			"install from a release's install.yaml (make build-installer stamps VERSION) to have the version checked")
-	case have != plugin:
-		return verdictFailed(v, fmt.Sprintf("%s, at oria %s, but the plugin is %s", msg, have, plugin),
-			fmt.Sprintf("upgrade oria to %s (kubectl apply --server-side -f install.yaml of %s), or use kubectl-oria %s", plugin, plugin, have))
+	// The version is compared once, for the whole install, in the versions
+	// check: a plugin of another release is one cause, on one line.
+	if have := crd.Labels[oriav1alpha1.LabelVersion]; have != "" {
+		return verdictOK(v, msg+", at oria "+have)
 	}
-	return verdictOK(v, msg+", at oria "+have+" (the plugin's version)")
+	return verdictOK(v, msg+" (no "+oriav1alpha1.LabelVersion+" label)")
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
@@ -219,6 +219,9 @@ func replicasVerdict(f *CheckFacts) Verdict {
 	switch {
 	case f.DeploymentErr != nil:
 		return verdictFailed(v, fmt.Sprintf("could not read %s: %v", where, f.DeploymentErr), "run check as a user who may get deployments in "+f.Namespace)
+	case d == nil && OutsideURL(f) != "":
+		return verdictSkipped(v, fmt.Sprintf("oria runs outside the cluster (the guard's webhook calls %s, not a Service), so there is no %s to check: the dry run shows that it serves the guard, the leader check that it reconciles",
+			OutsideURL(f), where))
 	case d == nil:
 		return verdictFailed(v, fmt.Sprintf("no %s: oria is not installed in namespace %s", where, f.Namespace),
 			"install oria (kubectl apply --server-side -f install.yaml), or name oria's namespace with -n")
@@ -246,13 +249,21 @@ func replicasVerdict(f *CheckFacts) Verdict {
 // leaderVerdict checks that a replica holds the leader-election Lease and
 // renews it.
 func leaderVerdict(f *CheckFacts) Verdict {
-	v := Verdict{Check: "leader", Object: "lease.coordination.k8s.io/" + LeaseName, Namespace: f.Namespace}
-	where := fmt.Sprintf("Lease %s/%s", f.Namespace, LeaseName)
+	ns := cmp.Or(f.LeaseNamespace, f.Namespace)
+	v := Verdict{Check: "leader", Object: "lease.coordination.k8s.io/" + LeaseName, Namespace: ns}
+	where := fmt.Sprintf("Lease %s/%s", ns, LeaseName)
 	logs := fmt.Sprintf("kubectl -n %s logs deployment/%s (leader election: oria runs with --leader-elect and POD_NAMESPACE=%s)", f.Namespace, DeploymentName, f.Namespace)
+	outside := OutsideURL(f)
+	if outside != "" && f.Deployment == nil {
+		logs = fmt.Sprintf("see the log of the oria process that serves %s (make run prints it); run it with --leader-elect (make run does) to have it checked here", outside)
+	}
 	l := f.Lease
 	switch {
 	case f.LeaseErr != nil:
-		return verdictFailed(v, fmt.Sprintf("could not read %s: %v", where, f.LeaseErr), "run check as a user who may get leases in "+f.Namespace)
+		return verdictFailed(v, fmt.Sprintf("could not read %s: %v", where, f.LeaseErr), "run check as a user who may get leases in "+ns)
+	case l == nil && outside != "" && f.Deployment == nil:
+		return verdictWarning(v, fmt.Sprintf("no Lease %s in %s or %s: the oria outside the cluster runs without --leader-elect, so whether it reconciles is not known from here",
+			LeaseName, f.Namespace, OutsideLeaseNamespace), logs)
 	case l == nil:
 		return verdictFailed(v, "no "+where+": no replica has been elected leader, so nothing is reconciled", logs)
 	case l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "":
@@ -282,27 +293,6 @@ func leaseTimes(l *coordinationv1.Lease) (time.Time, time.Duration, bool) {
 		return time.Time{}, 0, false
 	}
 	return t.Time, time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second, true
-}
-
-// versionVerdict checks that the plugin and oria's server agree.
-func versionVerdict(f *CheckFacts) Verdict {
-	v := Verdict{Check: "versions", Object: "deployment.apps/" + DeploymentName, Namespace: f.Namespace}
-	if f.Deployment == nil {
-		return verdictSkipped(v, fmt.Sprintf("plugin %s; the server's version is not known without Deployment %s/%s", f.PluginVersion, f.Namespace, DeploymentName))
-	}
-	server, from := ServerVersionOf(f.Deployment)
-	switch {
-	case !released(f.PluginVersion):
-		return verdictWarning(v, fmt.Sprintf("the plugin is a development build (%s): not compared with the server (%s)", f.PluginVersion, cmp.Or(server, "unknown")),
-			"use a released kubectl-oria, or build it with make build (which stamps VERSION)")
-	case server == "":
-		return verdictWarning(v, fmt.Sprintf("plugin %s; the server's version is unknown (%s)", f.PluginVersion, from),
-			"install from a release's install.yaml (make build-installer stamps VERSION) to have the version checked")
-	case server != f.PluginVersion:
-		return verdictFailed(v, fmt.Sprintf("plugin %s, but the server is %s (%s)", f.PluginVersion, server, from),
-			fmt.Sprintf("use kubectl-oria %s, or upgrade oria to %s", server, f.PluginVersion))
-	}
-	return verdictOK(v, fmt.Sprintf("plugin and server are both %s", server))
 }
 
 // released reports whether a plugin version is stamped (a release or

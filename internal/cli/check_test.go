@@ -114,10 +114,12 @@ func TestVerdictsBroken(t *testing.T) {
 		{"an oria CRD not established", func(f *CheckFacts) {
 			f.CRDs[OriaCRDs[0]].CRD.Status.Conditions[0].Status = apiextensionsv1.ConditionFalse
 		}, "oria", CheckFailed, "is not established", "kubectl describe crd " + OriaCRDs[0]},
-		{"an oria CRD of another version", func(f *CheckFacts) { f.CRDs[OriaCRDs[0]].CRD.Labels[oriav1alpha1.LabelVersion] = "v0.0.9" }, "oria", CheckFailed,
-			"at oria v0.0.9, but the plugin is v0.1.0", "upgrade oria to v0.1.0"},
-		{"an oria CRD of no recorded version", func(f *CheckFacts) { f.CRDs[OriaCRDs[0]].CRD.Labels = nil }, "oria", CheckWarning,
-			"oria version is unknown", "install from a release's install.yaml"},
+		{"a Deployment of another version than its CRDs", func(f *CheckFacts) { f.Deployment.Spec.Template.Labels[oriav1alpha1.LabelVersion] = "v0.2.0" }, "versions", CheckFailed,
+			"at v0.1.0; the server is v0.2.0", "apply the install.yaml of one release"},
+		{"an oria CRD of another version", func(f *CheckFacts) { f.CRDs[OriaCRDs[0]].CRD.Labels[oriav1alpha1.LabelVersion] = "v0.0.9" }, "versions", CheckFailed,
+			OriaCRDs[0] + " at v0.0.9; " + OriaCRDs[1] + ", " + OriaCRDs[2] + " at v0.1.0", "apply the install.yaml of one release"},
+		{"a plugin of another release", func(f *CheckFacts) { f.PluginVersion = "v0.2.0" }, "versions", CheckFailed,
+			"plugin v0.2.0, but the server is v0.1.0", "use kubectl-oria v0.1.0, or upgrade oria to v0.2.0"},
 		{"no webhook configuration", func(f *CheckFacts) { f.Webhooks = nil }, "webhook", CheckFailed, "the escalation guard is not installed", "creates ValidatingWebhookConfiguration oria-escalation-guard"},
 		{"webhook configurations not readable", func(f *CheckFacts) { f.WebhooksErr = forbidden }, "webhook", CheckFailed, "could not list", "may list validatingwebhookconfigurations"},
 		{"the webhook fails open", func(f *CheckFacts) { webhook(f).FailurePolicy = ptr.To(admissionregistrationv1.Ignore) }, "webhook", CheckFailed,
@@ -155,12 +157,23 @@ func TestVerdictsBroken(t *testing.T) {
 			"last renewed 10m0s ago (it lasts 2m17s)", "logs deployment/oria"},
 		{"the Lease held by another process", func(f *CheckFacts) { f.Lease.Spec.HolderIdentity = ptr.To("laptop_99") }, "leader", CheckWarning,
 			"not a pod of Deployment oria-system/oria", "stop the other oria process"},
-		{"server of another version", func(f *CheckFacts) { f.Deployment.Spec.Template.Labels[oriav1alpha1.LabelVersion] = "v0.2.0" }, "versions", CheckFailed,
+		{"an install of another version", func(f *CheckFacts) {
+			f.Deployment.Spec.Template.Labels[oriav1alpha1.LabelVersion] = "v0.2.0"
+			for _, name := range OriaCRDs {
+				f.CRDs[name].CRD.Labels[oriav1alpha1.LabelVersion] = "v0.2.0"
+			}
+		}, "versions", CheckFailed,
 			"plugin v0.1.0, but the server is v0.2.0", "use kubectl-oria v0.2.0, or upgrade oria to v0.1.0"},
 		{"a plugin of no version", func(f *CheckFacts) { f.PluginVersion = "(devel)" }, "versions", CheckWarning,
 			"the plugin is a development build ((devel)): not compared with the server (v0.1.0)", "make build"},
-		{"server of no recorded version", func(f *CheckFacts) { f.Deployment.Spec.Template.Labels = nil }, "versions", CheckWarning,
-			"the server's version is unknown", "install from a release's install.yaml"},
+		{"server of no recorded version", func(f *CheckFacts) {
+			f.Deployment.Spec.Template.Labels = nil
+			for _, name := range OriaCRDs {
+				f.CRDs[name].CRD.Labels = nil
+			}
+		}, "versions", CheckWarning, "the server's version is unknown", "install from a release's install.yaml"},
+		{"server of no recorded version but its CRDs'", func(f *CheckFacts) { f.Deployment.Spec.Template.Labels = nil }, "versions", CheckOK,
+			"plugin and server are both v0.1.0", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := verdictLines(Verdicts(healthyFacts()))
@@ -190,7 +203,6 @@ func TestVerdictsBroken(t *testing.T) {
 				}
 				switch {
 				case tc.name == "no Deployment" && got[i].Check == "versions" && got[i].Result == CheckSkipped:
-				case tc.name == "a plugin of no version" && got[i].Check == "oria" && got[i].Result == CheckWarning:
 				case strings.HasPrefix(tc.name, "the URL") && got[i].Check == "certificate":
 				case strings.HasPrefix(tc.name, "no webhook") || strings.HasPrefix(tc.name, "webhook configurations"):
 				case (strings.HasSuffix(tc.name, "fails open") || strings.HasSuffix(tc.name, "misses updates of policies")) && got[i].Check == "dry run":
@@ -237,5 +249,64 @@ func TestExitCode(t *testing.T) {
 		if got := ExitCode(err); got != want {
 			t.Errorf("ExitCode(%v) = %d, want %d", err, got, want)
 		}
+	}
+}
+
+// outsideFacts is oria as `make run` runs it, outside the cluster: the
+// guard's webhook calls a URL, which serves a certificate the caBundle
+// verifies; no Deployment; the Lease held in kube-system by the process;
+// CRDs without a version label; a plugin stamped by make build.
+func outsideFacts() *CheckFacts {
+	f := healthyFacts()
+	f.PluginVersion = "6ddfe57-dirty"
+	for _, name := range OriaCRDs {
+		f.CRDs[name].CRD.Labels = nil
+	}
+	wh := &f.Webhooks[0].Webhooks[0]
+	wh.ClientConfig.Service, wh.ClientConfig.URL = nil, ptr.To("https://127.0.0.1:40123/validate-oria-operatorframework-io-v1alpha1")
+	f.Served["oria-escalation-guard"] = ServedCert{URL: *wh.ClientConfig.URL, Subject: "subject O=kubebuilder for 127.0.0.1", NotAfter: checkNow.Add(24 * time.Hour)}
+	f.Deployment, f.Pods = nil, nil
+	f.Lease.Spec.HolderIdentity, f.LeaseNamespace = ptr.To("laptop_1234"), OutsideLeaseNamespace
+	return f
+}
+
+// TestVerdictsOutside: check recognises an oria outside the cluster and
+// fails nothing that applies to it; what does not apply is skipped.
+func TestVerdictsOutside(t *testing.T) {
+	f := outsideFacts()
+	if got := OutsideURL(f); got != "https://127.0.0.1:40123/validate-oria-operatorframework-io-v1alpha1" {
+		t.Fatalf("OutsideURL = %q", got)
+	}
+	got := Verdicts(f)
+	want := []string{"OLM v1 ok", "oria ok", "oria ok", "oria ok", "webhook ok", "certificate ok", "dry run ok", "replicas skipped", "leader ok", "versions skipped"}
+	if d := cmp.Diff(want, verdictLines(got)); d != "" {
+		t.Errorf("Verdicts (-want +got):\n%s", d)
+	}
+	text := CheckText(&CheckReport{Namespace: DefaultNamespace, Outside: OutsideURL(f), PluginVersion: f.PluginVersion, Verdicts: got})
+	t.Log("\n" + text)
+	for _, s := range []string{"skipped  replicas: oria runs outside the cluster", "ok       leader: Lease kube-system/" + LeaseName + " is held by laptop_1234",
+		"(oria outside the cluster, its guard at https://127.0.0.1:40123/validate-oria-operatorframework-io-v1alpha1; plugin 6ddfe57-dirty, server unknown)"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("the text lacks %q", s)
+		}
+	}
+
+	// Without --leader-elect there is no Lease: not known, not failed.
+	f.Lease = nil
+	if v := Verdicts(f)[8]; v.Check != "leader" || v.Result != CheckWarning || !strings.Contains(v.Fix, "--leader-elect") {
+		t.Errorf("no Lease outside: %+v", v)
+	}
+	// A URL with a Deployment is an install in the cluster: its replicas
+	// are checked.
+	f = outsideFacts()
+	f.Deployment = healthyFacts().Deployment
+	if OutsideURL(f) != "" {
+		t.Error("a Deployment is an install in the cluster")
+	}
+	// A Service is in the cluster: no Deployment fails.
+	f = healthyFacts()
+	f.Deployment = nil
+	if v := Verdicts(f)[7]; OutsideURL(f) != "" || v.Check != "replicas" || v.Result != CheckFailed {
+		t.Errorf("a Service without a Deployment: %+v", v)
 	}
 }

@@ -34,8 +34,13 @@ func checkCommand(cs *clients, streams genericiooptions.IOStreams) *cobra.Comman
   certificate);
 - oria's Deployment (-n, default ` + DefaultNamespace + `) has its replicas ready, and one of its
   pods holds the leader-election Lease ` + LeaseName + ` and renews it;
-- the plugin and the server (the version label of the Deployment's pods, else its image tag)
-  are the same version.
+- the plugin and the server (the version label of the Deployment's pods, else its image tag,
+  else the version label of oria's CRDs) are the same version: a plugin of another release is
+  one line, with its fix.
+An oria that runs outside the cluster (make run: the guard's webhook has a URL, not a Service,
+and there is no Deployment) is checked for what applies: the webhook, the certificate served at
+the URL, the dry run, and the Lease (in -n's namespace, else ` + OutsideLeaseNamespace + `, where oria
+holds it outside a pod); its replicas are not.
 Exit code: 0 when nothing failed (warnings included), 2 when a check failed, 1 when the check could
 not run. -o name lists the objects of the checks that are not ok.`,
 		Example: `  kubectl oria check
@@ -51,10 +56,8 @@ not run. -o name lists the objects of the checks that are not ok.`,
 			if err != nil {
 				return err
 			}
-			report := &CheckReport{Namespace: f.Namespace, PluginVersion: f.PluginVersion, Verdicts: Verdicts(f)}
-			if f.Deployment != nil {
-				report.ServerVersion, _ = ServerVersionOf(f.Deployment)
-			}
+			report := &CheckReport{Namespace: f.Namespace, Outside: OutsideURL(f), PluginVersion: f.PluginVersion, Verdicts: Verdicts(f)}
+			report.ServerVersion, _ = serverVersion(f)
 			var names []string
 			for _, v := range report.Verdicts {
 				if v.Result != CheckOK && v.Result != CheckSkipped && v.Object != "" {
@@ -90,9 +93,13 @@ func CheckText(r *CheckReport) string {
 	if server == "" {
 		server = "unknown"
 	}
-	fmt.Fprintf(&b, "\n%d ok, %s, %d failed, %d skipped (oria in namespace %s; plugin %s, server %s)\n",
+	where := "oria in namespace " + r.Namespace
+	if r.Outside != "" {
+		where = "oria outside the cluster, its guard at " + r.Outside
+	}
+	fmt.Fprintf(&b, "\n%d ok, %s, %d failed, %d skipped (%s; plugin %s, server %s)\n",
 		countResult(r.Verdicts, CheckOK), plural(countResult(r.Verdicts, CheckWarning), "warning"), countResult(r.Verdicts, CheckFailed), countResult(r.Verdicts, CheckSkipped),
-		r.Namespace, r.PluginVersion, server)
+		where, r.PluginVersion, server)
 	return b.String()
 }
 

@@ -54,7 +54,15 @@ func ReadCheck(ctx context.Context, c client.Client, namespace, pluginVersion st
 	}
 	readWebhooks(ctx, c, f)
 	f.Deployment, f.DeploymentErr = get(ctx, c, namespace, DeploymentName, &appsv1.Deployment{})
+	f.LeaseNamespace = namespace
 	f.Lease, f.LeaseErr = get(ctx, c, namespace, LeaseName, &coordinationv1.Lease{})
+	if f.Lease == nil && f.LeaseErr == nil && namespace != OutsideLeaseNamespace && OutsideURL(f) != "" {
+		// oria outside the cluster holds its Lease where it defaults to
+		// outside a pod.
+		if l, err := get(ctx, c, OutsideLeaseNamespace, LeaseName, &coordinationv1.Lease{}); err == nil && l != nil {
+			f.Lease, f.LeaseNamespace = l, OutsideLeaseNamespace
+		}
+	}
 	if f.Deployment != nil {
 		f.Pods, f.PodsErr = podsOf(ctx, c, f.Deployment)
 	}

@@ -35,50 +35,63 @@ import (
 )
 
 // TestKubectlOriaCheck runs `kubectl oria check` against the suite's
-// cluster. There oria is a process, not a Deployment: with -n kube-system
-// (where it elects its leader) every part that exists is green and the
-// Deployment is reported missing. A healthy install is then represented in
-// a namespace of its own by what check reads of one: oria's Deployment,
-// with a ready pod (kube-controller-manager makes it; its status is set
-// here, there is no kubelet), and the leader Lease held by that pod. Then
-// each part is broken in turn, and check fails (exit code 2) on it and
-// names the fix; oria's CRDs have no recorded version here, a warning.
+// cluster. There oria is a process outside the cluster, as under `make run`:
+// the guard's webhook has a URL, not a Service, and there is no Deployment.
+// check recognises it and checks what applies (the webhook, the certificate
+// served at the URL, the dry run, the Lease in kube-system, where oria elects
+// its leader outside a pod): no line fails. A healthy install is then
+// represented in a namespace of its own by what check reads of one: oria's
+// Deployment, with a ready pod (kube-controller-manager makes it; its status
+// is set here, there is no kubelet), and the leader Lease held by that pod.
+// Then each part is broken in turn, and check fails (exit code 2) on it and
+// names the fix; a plugin of another release is one failed line.
 func TestKubectlOriaCheck(t *testing.T) {
 	testutil.NeedCluster(t)
 	var plugin cli.VersionInfo
 	require.NoError(t, json.Unmarshal([]byte(kubectlOria(t, "version", "--client", "-o", "json")), &plugin))
 
-	// The suite's cluster as it is.
-	report, code := checkOf(t, "-n", "kube-system")
-	logCheck(t, "kube-system", report)
-	assert.Equal(t, cli.ExitNo, code)
-	assertVerdict(t, report, "OLM v1", cli.CheckOK, "serves v1", "")
-	for _, crd := range cli.OriaCRDs {
-		assertVerdict(t, report, "oria", cli.CheckWarning, crd+" is established and serves v1alpha1; its oria version is unknown", "install from a release's install.yaml")
+	// The suite's cluster as it is: oria outside the cluster, found from
+	// oria's default namespace and from kube-system alike.
+	for _, args := range [][]string{nil, {"-n", "kube-system"}} {
+		report, code := checkOf(t, args...)
+		logCheck(t, fmt.Sprintf("oria outside the cluster, %v", args), report)
+		assert.Equal(t, cli.ExitOK, code, "no check fails: %+v", report.Verdicts)
+		assert.Zero(t, countVerdicts(report, cli.CheckFailed)+countVerdicts(report, cli.CheckWarning), "%+v", report.Verdicts)
+		assert.Contains(t, report.Outside, "https://127.0.0.1:")
+		assert.NotContains(t, report.Outside, "//validate")
+		assertVerdict(t, report, "OLM v1", cli.CheckOK, "serves v1", "")
+		for _, crd := range cli.OriaCRDs {
+			assertVerdict(t, report, "oria", cli.CheckOK, crd+" is established and serves v1alpha1 (no "+oriav1alpha1.LabelVersion+" label)", "")
+		}
+		assertVerdict(t, report, "webhook", cli.CheckOK, localcluster.WebhookConfigurationName+" sends every create and update", "")
+		assertVerdict(t, report, "certificate", cli.CheckOK, "which the caBundle verifies", "")
+		assertVerdict(t, report, "dry run", cli.CheckOK, "was admitted by the guard", "")
+		assertVerdict(t, report, "replicas", cli.CheckSkipped, "oria runs outside the cluster (the guard's webhook calls "+report.Outside+", not a Service)", "")
+		assertVerdict(t, report, "leader", cli.CheckOK, "kube-system/"+cli.LeaseName+" is held by", "")
+		assertVerdict(t, report, "versions", cli.CheckSkipped, "plugin "+plugin.Version+"; oria runs outside the cluster", "")
 	}
-	assertVerdict(t, report, "webhook", cli.CheckOK, localcluster.WebhookConfigurationName+" sends every create and update", "")
-	assertVerdict(t, report, "certificate", cli.CheckOK, "which the caBundle verifies", "")
-	assertVerdict(t, report, "dry run", cli.CheckOK, "was admitted by the guard", "")
-	assertVerdict(t, report, "replicas", cli.CheckFailed, "no Deployment kube-system/oria", "name oria's namespace with -n")
-	assertVerdict(t, report, "leader", cli.CheckOK, "kube-system/"+cli.LeaseName+" is held by", "")
-	assertVerdict(t, report, "versions", cli.CheckSkipped, "plugin "+plugin.Version, "")
+	text, _, err := runPlugin(t, "", "check")
+	require.NoError(t, err)
+	t.Logf("kubectl oria check:\n%s", text)
+	assert.NotContains(t, text, "FAILED")
+	assert.NotContains(t, text, "//validate")
+	assert.Contains(t, text, "(oria outside the cluster, its guard at https://127.0.0.1:")
 
 	// A healthy install.
 	ns := testutil.CreateNamespace(t, k8sClient, "oria-check", nil)
 	pod := fakeInstall(t, ns, plugin.Version)
-	report, code = checkOf(t, "-n", ns)
+	report, code := checkOf(t, "-n", ns)
 	logCheck(t, "a healthy install", report)
 	assert.Equal(t, cli.ExitOK, code, "nothing fails: %+v", report.Verdicts)
 	for _, v := range report.Verdicts {
-		if v.Check != "oria" { // no recorded version: a warning
-			assert.Equal(t, cli.CheckOK, v.Result, "%+v", v)
-		}
+		assert.Equal(t, cli.CheckOK, v.Result, "%+v", v)
 	}
+	assert.Empty(t, report.Outside)
 	assert.Equal(t, plugin.Version, report.ServerVersion)
-	text, _, err := runPlugin(t, "", "check", "-n", ns)
+	text, _, err = runPlugin(t, "", "check", "-n", ns)
 	require.NoError(t, err)
 	t.Logf("kubectl oria check -n %s:\n%s", ns, text)
-	assert.Contains(t, text, "7 ok, 3 warnings, 0 failed, 0 skipped (oria in namespace "+ns+"; plugin "+plugin.Version+", server "+plugin.Version+")")
+	assert.Contains(t, text, "10 ok, 0 warnings, 0 failed, 0 skipped (oria in namespace "+ns+"; plugin "+plugin.Version+", server "+plugin.Version+")")
 
 	broken := func(what, check, msg, fix string, breaks, restores func()) {
 		t.Helper()
@@ -91,7 +104,7 @@ func TestKubectlOriaCheck(t *testing.T) {
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Name: cli.OriaCRDs[2]}, crd))
-	broken("a CRD of another version", "oria", "at oria v0.0.0-other, but the plugin is "+plugin.Version, "upgrade oria to "+plugin.Version,
+	broken("a CRD of another version", "versions", customresourcedefinitionsAt(cli.OriaCRDs[2], "v0.0.0-other"), "apply the install.yaml of one release",
 		func() {
 			testutil.Update(t, k8sClient, crd, func() { crd.Labels = map[string]string{oriav1alpha1.LabelVersion: "v0.0.0-other"} })
 		},
@@ -154,10 +167,24 @@ func TestKubectlOriaCheck(t *testing.T) {
 			require.NoError(t, k8sClient.Create(context.Background(), saved))
 		})
 
-	broken("a server of another version", "versions", "but the server is v0.0.0-other", "use kubectl-oria v0.0.0-other",
-		func() {
-			testutil.Update(t, k8sClient, d, func() { d.Spec.Template.Labels[oriav1alpha1.LabelVersion] = "v0.0.0-other" })
-		}, func() {})
+	// A plugin of another release than the install (its CRDs and its
+	// server, a healthy install of its own): one failed line, with the fix.
+	otherNS := testutil.CreateNamespace(t, k8sClient, "oria-check-other", nil)
+	fakeInstall(t, otherNS, "v0.0.0-other")
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, len(cli.OriaCRDs))
+	for i, name := range cli.OriaCRDs {
+		crds[i] = &apiextensionsv1.CustomResourceDefinition{}
+		require.NoError(t, k8sClient.Get(context.Background(), client.ObjectKey{Name: name}, crds[i]))
+		testutil.Update(t, k8sClient, crds[i], func() { crds[i].Labels = map[string]string{oriav1alpha1.LabelVersion: "v0.0.0-other"} })
+	}
+	report, code = checkOf(t, "-n", otherNS)
+	logCheck(t, "a plugin of another release", report)
+	assert.Equal(t, cli.ExitNo, code)
+	assert.Equal(t, 1, countVerdicts(report, cli.CheckFailed), "version skew is one failed line: %+v", report.Verdicts)
+	assertVerdict(t, report, "versions", cli.CheckFailed, "but the server is v0.0.0-other", "use kubectl-oria v0.0.0-other, or upgrade oria to "+plugin.Version)
+	for i := range crds {
+		testutil.Update(t, k8sClient, crds[i], func() { delete(crds[i].Labels, oriav1alpha1.LabelVersion) })
+	}
 
 	// The guard still answers: nothing depends on the fake install.
 	report, _ = checkOf(t, "-n", ns)
@@ -251,6 +278,23 @@ func assertVerdict(t assert.TestingT, r cli.CheckReport, check, result, msg, fix
 	assert.Equal(t, result, found.Result, "%+v", *found)
 	assert.Contains(t, found.Fix, fix, "%+v", *found)
 	return *found
+}
+
+// countVerdicts counts the verdicts with result.
+func countVerdicts(r cli.CheckReport, result string) int {
+	n := 0
+	for _, v := range r.Verdicts {
+		if v.Result == result {
+			n++
+		}
+	}
+	return n
+}
+
+// customresourcedefinitionsAt is how the versions check names a CRD at a
+// version other than the server's.
+func customresourcedefinitionsAt(name, version string) string {
+	return name + " at " + version
 }
 
 func logCheck(t *testing.T, what string, r cli.CheckReport) {

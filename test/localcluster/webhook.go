@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -42,6 +44,13 @@ func webhookConfigurations() ([]*admissionregistrationv1.ValidatingWebhookConfig
 		return nil, fmt.Errorf("decoding %s: %w", path, err)
 	}
 	hook.Name = WebhookConfigurationName
+	// envtest joins host and path with a slash of its own: without this
+	// the URL would read https://127.0.0.1:port//validate-...
+	for i := range hook.Webhooks {
+		if s := hook.Webhooks[i].ClientConfig.Service; s != nil && s.Path != nil {
+			s.Path = ptr.To(strings.TrimPrefix(*s.Path, "/"))
+		}
+	}
 	return []*admissionregistrationv1.ValidatingWebhookConfiguration{hook}, nil
 }
 
