@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -207,20 +208,29 @@ const (
 	clientBurst = 300
 )
 
-func newClient(flags *genericclioptions.ConfigFlags) (client.Client, error) {
+// restConfig is kubectl's flags as a REST config, with the plugin's client
+// limits: access asks one SubjectAccessReview per subject, namespace, API
+// and verb, which client-go's default of 5 per second would stretch to many
+// seconds.
+func restConfig(flags *genericclioptions.ConfigFlags) (*rest.Config, client.Options, error) {
 	cfg, err := flags.ToRESTConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, client.Options{}, fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	// kubectl's own client limits: access asks one SubjectAccessReview per
-	// subject, namespace, API and verb, which client-go's default of 5 per
-	// second would stretch to many seconds.
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	scheme, err := Scheme()
 	if err != nil {
+		return nil, client.Options{}, err
+	}
+	return cfg, client.Options{Scheme: scheme}, nil
+}
+
+func newClient(flags *genericclioptions.ConfigFlags) (client.Client, error) {
+	cfg, opts, err := restConfig(flags)
+	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the client: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/oria/internal/impersonate"
 )
@@ -142,16 +141,11 @@ func PlanHeader(r *PlanReport) string {
 // kubectl's flags (their --as replaced), for the dry runs of the bindings a
 // ceiling writes.
 func ceilingClients(cs *clients) (Impersonator, error) {
-	cfg, err := cs.flags.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	cfg.QPS, cfg.Burst = clientQPS, clientBurst
-	scheme, err := Scheme()
+	cfg, opts, err := restConfig(cs.flags)
 	if err != nil {
 		return nil, err
 	}
-	return impersonate.New(cfg, client.Options{Scheme: scheme})
+	return impersonate.New(cfg, opts)
 }
 
 // PlanNames are the lines of plan -o name: one per object that exists and
