@@ -14,6 +14,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
@@ -149,4 +150,62 @@ func TestInlineRoleOfAnotherTemplate(t *testing.T) {
 	cleanup(t, si)
 	instanceReady(t, si, oriav1alpha1.ReasonBound, time.Minute)
 	assert.True(t, can(t, testutil.Access{User: user + "-friend", Verb: "get", Resource: "configmaps", Namespace: ns}))
+}
+
+// TestGateAnnotationGrantsNothing (issue 38, case 2): an admin's gated
+// grant is pending; D, who may delete oria's kinds, deletes its template;
+// C, who may patch ClusterRoles (no bind, no escalate), tries to set the
+// gate's gate-roles annotation to admin and view: Kubernetes refuses it,
+// because the gate's seal is a rule C does not hold; written by a cluster
+// admin instead, it changes nothing. Measured across notBefore: the
+// grant's subject never reads secrets, and the gate never gains a rule.
+func TestGateAnnotationGrantsNothing(t *testing.T) {
+	testutil.NeedCluster(t)
+	ctx := context.Background()
+	user, as := delegate(t, "template-deleter")
+	grantCluster(t, user, rbacv1.PolicyRule{APIGroups: []string{oriav1alpha1.GroupVersion.Group}, Resources: []string{"scopetemplates"}, Verbs: []string{"delete"}})
+	patcher := testutil.UniqueName("role-patcher")
+	grantCluster(t, patcher, rbacv1.PolicyRule{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, Verbs: []string{"get", "patch"}})
+	subject := testutil.UniqueName("gated-subject")
+	victim := createNamespace(t, "victim", map[string]string{"case2": subject})
+	tmpl := testutil.ScopeTemplate(testutil.UniqueName("admin-pods"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User(subject))
+	notBefore := time.Now().Add(8 * time.Second).Truncate(time.Second)
+	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: testutil.UniqueName("gated")},
+		Spec: oriav1alpha1.ScopeInstanceSpec{ScopeTemplateName: tmpl.Name,
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"case2": subject}},
+			NotBefore:         &metav1.Time{Time: notBefore}, ExpiresAt: &metav1.Time{Time: notBefore.Add(time.Hour)}}}
+	require.NoError(t, k8sClient.Create(ctx, tmpl))
+	require.NoError(t, k8sClient.Create(ctx, si))
+	cleanup(t, tmpl, si)
+	gate := binding.GateName(si.Name, string(si.UID))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.NoError(c, k8sClient.Get(ctx, client.ObjectKey{Name: gate}, &rbacv1.ClusterRole{}))
+	}, time.Minute, 100*time.Millisecond, "the pending grant's gate exists, empty")
+
+	require.NoError(t, as.Delete(ctx, tmpl), "D may delete templates")
+	cr := &rbacv1.ClusterRole{}
+	pc := impersonate(t, patcher)
+	require.NoError(t, pc.Get(ctx, client.ObjectKey{Name: gate}, cr))
+	patch := client.MergeFrom(cr.DeepCopy())
+	cr.Annotations[oriav1alpha1.AnnotationGateRoles] = "admin,view"
+	err := pc.Patch(ctx, cr, patch)
+	require.Error(t, err, "C may patch ClusterRoles, but not a gate: its seal is a rule C does not hold")
+	assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	assert.Contains(t, err.Error(), "/oria.operatorframework.io/gates/"+gate)
+	// Whoever may write it anyway (here a cluster admin) gains nothing
+	// either: a gate's sources never come from its annotation.
+	require.NoError(t, k8sClient.Get(ctx, client.ObjectKey{Name: gate}, cr))
+	patch = client.MergeFrom(cr.DeepCopy())
+	cr.Annotations[oriav1alpha1.AnnotationGateRoles] = "admin,view"
+	require.NoError(t, k8sClient.Patch(ctx, cr, patch))
+
+	secrets := testutil.Access{User: subject, Verb: "get", Resource: "secrets", Namespace: victim}
+	pods := testutil.Access{User: subject, Verb: "list", Resource: "pods", Namespace: victim}
+	for deadline := notBefore.Add(4 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		require.False(t, can(t, secrets), "the subject reads secrets at %s", time.Now().Sub(notBefore))
+		require.False(t, can(t, pods), "the subject lists pods at %s (its template is gone)", time.Now().Sub(notBefore))
+	}
+	if err := k8sClient.Get(ctx, client.ObjectKey{Name: gate}, cr); err == nil {
+		assert.False(t, ownership.GateGrants(cr), "the gate gained rules: %v", cr.Rules)
+	}
 }
