@@ -50,13 +50,13 @@ func (g *Guard) checkPolicy(ctx context.Context, user authenticationv1.UserInfo,
 	// Where the compiled ScopeInstance binds: Compile copies the policy's
 	// namespaces and selector into it (and compiles nothing without an API).
 	places := binding.InstanceGrants(oriav1alpha1.ScopeInstanceSpec{Namespaces: p.Spec.Namespaces, NamespaceSelector: p.Spec.NamespaceSelector}, []string{""})
-	denied, err := g.authz.CheckBindAny(ctx, user, places)
+	denied, err := g.authz.CheckBindEveryRole(ctx, user, places)
 	if err != nil {
 		return nil, err
 	}
 	for _, d := range denied {
 		out = append(out, fmt.Sprintf("user %q may not grant every API of ClusterExtension %q %s: spec.apis is empty, which includes APIs a later version of the extension adds, and that needs %q on every ClusterRole %s; list the APIs in spec.apis instead",
-			user.Username, p.Spec.ExtensionName, d.Where(), "bind", authz.There(d)))
+			user.Username, p.Spec.ExtensionName, d.Where(), "bind", authz.ScopeWord(d)))
 	}
 	return out, nil
 }

@@ -60,11 +60,11 @@ func (g *Guard) checkGrants(ctx context.Context, user authenticationv1.UserInfo,
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			denied, err := g.authz.CheckBindAny(ctx, user, binding.InstanceGrants(si.Spec, []string{""}))
+			denied, err := g.authz.CheckBindEveryRole(ctx, user, binding.InstanceGrants(si.Spec, []string{""}))
 			out := make([]string, len(denied))
 			for i, d := range denied {
 				out[i] = fmt.Sprintf("user %q may not bind the roles of ScopeTemplate %q, which does not exist yet, %s: needs %q on every ClusterRole %s (create the template first)",
-					user.Username, si.Spec.ScopeTemplateName, d.Where(), "bind", authz.There(d))
+					user.Username, si.Spec.ScopeTemplateName, d.Where(), "bind", authz.ScopeWord(d))
 			}
 			return out, err
 		}

@@ -1,7 +1,7 @@
 // Package authz is oria's one answer to "may this identity do, or grant,
 // this, here": SubjectAccessReviews against the API server's own authorizer
 // (Allowed, Denied), and Kubernetes' rule against privilege escalation for
-// roles and bindings (CheckBind, CheckBindAll, CheckBindAny, CheckEscalate),
+// roles and bindings (CheckBind, CheckEachBind, CheckBindEveryRole, CheckEscalate),
 // answered first from the identity's RBAC rules held in memory when there
 // are some (RuleSource: CachedRules over package rbacrules, compared with
 // Kubernetes' own Covers, answers remembered by content) and confirmed with
@@ -130,10 +130,10 @@ func (a *Authorizer) CheckBind(ctx context.Context, user authenticationv1.UserIn
 	return a.checkBind(ctx, user, grants, inline, orDefault(a.MaxDenials, DefaultMaxDenials))
 }
 
-// CheckBindAll is CheckBind returning every grant user may not create, not
+// CheckEachBind is CheckBind returning every grant user may not create, not
 // only the first MaxDenials: for a caller that decides each grant (the
 // ServiceAccount ceiling), not one that explains a refusal.
-func (a *Authorizer) CheckBindAll(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, inline map[string][]rbacv1.PolicyRule) ([]Denial, error) {
+func (a *Authorizer) CheckEachBind(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, inline map[string][]rbacv1.PolicyRule) ([]Denial, error) {
 	return a.checkBind(ctx, user, grants, inline, max(len(grants), 1))
 }
 
@@ -216,10 +216,10 @@ func (a *Authorizer) bindableEverywhere(ctx context.Context, user authentication
 	return out, nil
 }
 
-// CheckBindAny returns the places (grants with an empty Role) where user may
+// CheckBindEveryRole returns the places (grants with an empty Role) where user may
 // not bind every ClusterRole: what binding roles that are not known yet
 // needs.
-func (a *Authorizer) CheckBindAny(ctx context.Context, user authenticationv1.UserInfo, places []binding.Grant) ([]binding.Grant, error) {
+func (a *Authorizer) CheckBindEveryRole(ctx context.Context, user authenticationv1.UserInfo, places []binding.Grant) ([]binding.Grant, error) {
 	perms := make([]Permission, len(places))
 	for i, p := range places {
 		perms[i] = bindPermission("", p.Namespace)

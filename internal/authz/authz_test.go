@@ -148,10 +148,10 @@ func TestAuthorizer(t *testing.T) {
 		require.Empty(t, got)
 	})
 	t.Run("bind on every ClusterRole", func(t *testing.T) {
-		got, err := authz.CheckBindAny(ctx, user, []binding.Grant{{Namespace: a}, {Namespace: b}})
+		got, err := authz.CheckBindEveryRole(ctx, user, []binding.Grant{{Namespace: a}, {Namespace: b}})
 		require.NoError(t, err)
 		if diff := cmp.Diff([]binding.Grant{{Namespace: a}, {Namespace: b}}, got); diff != "" {
-			t.Errorf("CheckBindAny (-want +got):\n%s", diff)
+			t.Errorf("CheckBindEveryRole (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("unrestricted: cluster admins only", func(t *testing.T) {

@@ -39,7 +39,7 @@ func (d Denial) Message(user string) string {
 	if d.Verb == "escalate" {
 		fmt.Fprintf(&b, "user %q may not create ClusterRole %q with these rules: needs %q on clusterroles/%s, or every permission it grants cluster-wide", user, g.Role, "escalate", g.Role)
 	} else {
-		fmt.Fprintf(&b, "user %q may not bind ClusterRole %q %s: needs %q on clusterroles/%s %s", user, g.Role, g.Where(), "bind", g.Role, There(g))
+		fmt.Fprintf(&b, "user %q may not bind ClusterRole %q %s: needs %q on clusterroles/%s %s", user, g.Role, g.Where(), "bind", g.Role, ScopeWord(g))
 		if !d.Absent && d.InlineOf == "" {
 			b.WriteString(", or every permission it grants")
 		}
@@ -65,8 +65,8 @@ func (d Denial) Message(user string) string {
 	return b.String()
 }
 
-// There is where a grant binds, for a message: "cluster-wide" or "there".
-func There(g binding.Grant) string {
+// ScopeWord is where a grant binds, for a message: "cluster-wide" or "there".
+func ScopeWord(g binding.Grant) string {
 	if g.ClusterWide() {
 		return "cluster-wide"
 	}

@@ -134,7 +134,7 @@ func TestVerify(t *testing.T) {
 func TestGatedServer(t *testing.T) {
 	ready := make(chan struct{})
 	inner := &fakeServer{started: make(chan struct{})}
-	g := (&Manager{ready: ready}).Gate(inner)
+	g := (&Manager{ready: ready}).HoldUntilReady(inner)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errs := make(chan error, 1)
@@ -156,7 +156,7 @@ func TestGatedServer(t *testing.T) {
 	}
 
 	// Stopped before the certificate was in place: Start returns.
-	g = (&Manager{ready: make(chan struct{})}).Gate(&fakeServer{started: make(chan struct{})})
+	g = (&Manager{ready: make(chan struct{})}).HoldUntilReady(&fakeServer{started: make(chan struct{})})
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
 	if err := g.Start(ctx2); err != nil {

@@ -28,7 +28,7 @@ import (
 //   - an inline role whose rules the template changes: the ScopeTemplate
 //     controller holds the new rules back until every binding of the role
 //     records them (or is gone). Here the ServiceAccount is asked about the
-//     new rules with SubjectAccessReviews (authz.Authorizer.CheckBindAll:
+//     new rules with SubjectAccessReviews (authz.Authorizer.CheckEachBind:
 //     "bind", or every permission) before a binding of them is written or
 //     its record moves; refused, the binding is deleted (it never holds the
 //     new rules) and the instance reports Forbidden;
@@ -144,7 +144,7 @@ func (r *Reconciler) vouch(ctx context.Context, c *ceiling, p *bindPlan, rbs map
 	}
 	user := c.identity().UserInfo()
 	// Every refusal is wanted (each decides a binding), not the first few.
-	denials, err := r.Authz.CheckBindAll(ctx, user, grants, c.ahead)
+	denials, err := r.Authz.CheckEachBind(ctx, user, grants, c.ahead)
 	if err != nil {
 		return v, fmt.Errorf("asking ServiceAccount %s/%s about the new rules of %d binding(s): %w", c.sa.Namespace, c.sa.Name, len(grants), err)
 	}

@@ -105,7 +105,7 @@ func (res result) unwatched(p *plan) bool {
 //
 //   - writerFor (serviceaccount.go): oria's writer, or one granting as the
 //     ceiling ServiceAccount;
-//   - vouch (ceiling.go): authz.Authorizer.CheckBindAll for the
+//   - vouch (ceiling.go): authz.Authorizer.CheckEachBind for the
 //     ServiceAccount;
 //   - engine.Ensure of the RoleBindings and ClusterRoleBindings
 //     (engine/ensure.go);

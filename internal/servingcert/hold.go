@@ -6,17 +6,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
-// gatedServer is a webhook server that starts only once ready is closed:
+// heldServer is a webhook server that starts only once ready is closed:
 // controller-runtime's server reads its certificate when it starts and
 // fails when there is none; this one waits for oria's. It is still a
 // webhook.Server, so the manager runs it with its webhooks, on every
 // replica.
-type gatedServer struct {
+type heldServer struct {
 	webhook.Server
 	ready <-chan struct{}
 }
 
-func (s *gatedServer) Start(ctx context.Context) error {
+func (s *heldServer) Start(ctx context.Context) error {
 	select {
 	case <-s.ready:
 	case <-ctx.Done():
