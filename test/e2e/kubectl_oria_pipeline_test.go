@@ -82,9 +82,12 @@ func TestKubectlOriaPipeline(t *testing.T) {
 		require.Contains(t, []int{cli.ExitOK, cli.ExitNo}, exitCode(err), "%v", err)
 		names := strings.Fields(out)
 		t.Logf("kubectl oria %s -o name: %v", strings.Join(args, " "), names)
-		assert.NotEmpty(t, names, "kubectl oria %s -o name", strings.Join(args, " "))
-		// check names what may be missing.
+		// check names what is wrong or missing: nothing, for the suite's
+		// oria running outside the cluster (its webhook has a URL).
 		exists := args[0] != "check"
+		if exists {
+			assert.NotEmpty(t, names, "kubectl oria %s -o name", strings.Join(args, " "))
+		}
 		for _, name := range names {
 			assertKubectlGet(t, name, ns, exists)
 		}
