@@ -45,11 +45,10 @@ type config struct {
 }
 
 // defaultGCPercent is oria's garbage-collection target when GOGC is not
-// set. oria's memory is mostly its caches (50,000 RoleBindings at the
-// benchmark's largest scale), and it spends most of its time waiting on the
-// API server: collecting twice as often costs little CPU and keeps the peak
-// near the live heap (docs/benchmarks.md: 346 MB with Go's default of 100,
-// 282 MB with 50, for the 50,000-binding fan-out).
+// set. oria's memory is mostly its caches, and it spends most of its time
+// waiting on the API server: collecting twice as often costs little CPU and
+// keeps the peak near the live heap (docs/benchmarks.md, "Figures behind the
+// code": GOGC).
 const defaultGCPercent = 50
 
 // tuneGC applies defaultGCPercent unless the GOGC environment variable says

@@ -14,8 +14,9 @@ import (
 // memory (package rbacrules), as the API server's RBAC authorizer does from
 // its informers: checking an instance over 100 namespaces is one pass over
 // the user's bindings, in process. (Before, one SelfSubjectRulesReview per
-// namespace, made impersonating the user: p50 183 ms, p99 355 ms in the
-// guard benchmark, and oria had to hold impersonate on users and groups.)
+// namespace, made impersonating the user: several times slower in the guard
+// benchmark (docs/benchmarks.md, History, aa8b025), and oria had to hold
+// impersonate on users and groups.)
 //
 // Its rules are RBAC's only, and a moment behind the API server, as the
 // API server's own authorizer is: what they cover is allowed, the rest is

@@ -61,7 +61,8 @@ var ClusterRoleBindingKind = bindingKind("ClusterRoleBinding", func() *rbacv1.Cl
 // returns: the roleRef is immutable (a different one means delete and
 // create), the subjects are compared as the API server stores them, field
 // by field (a Subject is a comparable struct of strings; a reflective
-// comparison cost two thirds of an unchanged reconcile of 2,000 bindings).
+// comparison was most of an unchanged reconcile's cost: docs/benchmarks.md,
+// History, ec140d3).
 func bindingKind[T client.Object](name string, newT func() T, parts func(T) (*rbacv1.RoleRef, *[]rbacv1.Subject)) Kind[T] {
 	return Kind[T]{
 		Name: name,

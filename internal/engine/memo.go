@@ -39,9 +39,10 @@ type Memo struct {
 
 // ExpectationTTL bounds how long an object the engine created is assumed
 // to exist while the cache does not show it. It must outlast a large
-// fan-out: in the benchmark's 50,000-binding scenario one reconcile runs for
-// tens of seconds and the cache lags behind the creates, and with 10 s about
-// 21,000 creates were sent again (409) and read back. Controllers look again
+// fan-out: in the benchmark's largest scenario one reconcile runs for tens
+// of seconds and the cache lags behind the creates, and a short TTL sent
+// creates again (409) and read them back (docs/benchmarks.md, History,
+// a15a045). Controllers look again
 // after it when a reconcile relied on an expectation, so an object deleted
 // before the cache ever saw it is restored within about that time (an object
 // the cache saw and someone deleted is restored at once, as always).
@@ -156,8 +157,8 @@ func (m *Memo) Gone(kind string, obj client.Object) {
 // on kind; the informer updates its store before it calls handlers): the
 // expectation of an object the engine created ends there, so expectations
 // last as long as the watch lags behind the creates, not until the next
-// reconcile of their owner (50,000 of them, 9 MB, at the end of the
-// benchmark's large fan-out). A reconcile working from a snapshot taken
+// reconcile of their owner (a lingering expectation per binding at the end
+// of a large fan-out: docs/benchmarks.md, History, 750471e). A reconcile working from a snapshot taken
 // before the event does not create the object again: the Writer's Cache is
 // looked at first (see Writer.Cache).
 func (m *Memo) Seen(kind string, obj client.Object) {
@@ -165,8 +166,8 @@ func (m *Memo) Seen(kind string, obj client.Object) {
 }
 
 // dropExpectation deletes an expectation; an emptied map is dropped, as Go
-// maps never shrink: after a 50,000-binding fan-out it would keep its
-// buckets (6 MB) for the life of the process.
+// maps never shrink: after a large fan-out it would keep its buckets for
+// the life of the process.
 func (m *Memo) dropExpectation(k memoKey) {
 	delete(m.created, k)
 	if len(m.created) == 0 {

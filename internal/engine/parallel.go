@@ -9,9 +9,9 @@ import (
 // controllers together (of every controller of a manager: they share one
 // Engine). With no client-side rate limit it is the most write requests
 // oria has in flight at once; the API server's priority and fairness
-// queues the rest. More would not make a fan-out faster: the
-// 50,000-binding benchmark converged as fast with 2 reconciles of 64 writes
-// as with 8 (docs/benchmarks.md).
+// queues the rest. More would not make a fan-out faster: the largest
+// benchmark converged as fast with 2 reconciles of 64 writes as with 8
+// (docs/benchmarks.md, History, 8cb0c1e).
 const MaxInFlight = 128
 
 // Engine is the state the write engine keeps for one set of controllers

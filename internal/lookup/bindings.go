@@ -17,8 +17,8 @@ import (
 //
 // It is an index of the informers themselves, not a field index of the
 // client: controller-runtime's field indexes also key every namespaced
-// object by namespace and value, which at 10 instances x 5,000 namespaces
-// is 50,000 one-element sets (about 20 MB) that oria never asks for. Here
+// object by namespace and value, one one-element set per binding that oria
+// never asks for (docs/benchmarks.md, History, bf2b38b). Here
 // an instance is one key, whatever the number of namespaces, and a lookup
 // returns the cached objects without building a list.
 const IndexInstanceBindings = "oria.operatorframework.io/scope-instance"

@@ -23,8 +23,8 @@ const (
 	IndexScopeTemplateRole = "spec.clusterRoles.name"
 	// IndexExtensionRoles indexes oria's ClusterRoles by the value of their
 	// extension label: the roles generated for an extension, without
-	// matching the labels of every cached role (4,000 for 200 extensions,
-	// a quarter of oria's CPU in the benchmark's mode switch).
+	// matching the labels of every cached role (docs/benchmarks.md,
+	// History, 3cff0f6).
 	IndexExtensionRoles = "oria.extensionRoles"
 	// IndexNamespaces indexes ScopeInstances by each of spec.namespaces: the
 	// instances that list a namespace.

@@ -20,10 +20,8 @@ import (
 // the watch streams fall behind. The API server's watch cache holds only a
 // few events (about ten) for each watcher and closes a watcher that stays
 // behind as unresponsive; the reflector then watches again and the server
-// replays what was missed, at a cost to both. Measured in the benchmark's
-// 50,000-binding scenario: oria's RoleBinding watch was closed 49 times and
-// the server replayed 51,165 events; on a connection of its own, once and
-// 223 (docs/benchmarks.md).
+// replays what was missed, at a cost to both. On a connection of its own
+// the watches keep up (docs/benchmarks.md, History, 9a9b99a).
 //
 // The copy gets a dial function of its own (client-go's default dialer, or
 // cfg's): client-go's transport cache tells transports apart by the dial

@@ -43,9 +43,9 @@ const LeaderElectionID = "oria.operatorframework.io"
 // --kube-api-burst flags of cmd/oria).
 //
 // By default oria has no client-side limit, as controller-runtime's own
-// GetConfig. A token bucket sized for a large fan-out still throttles it: at
-// QPS 500 / burst 1,000, 5,000 RoleBindings take (5,000 - 1,000) / 500 = 8 s
-// where the local API server takes them in 4.2-4.7 s (docs/benchmarks.md).
+// GetConfig. A token bucket sized for a large fan-out still throttles it:
+// N writes past the burst take (N - burst) / QPS seconds whatever the API
+// server could take (docs/benchmarks.md, History, fd068b3).
 // It is safe without one (docs/operations.md) because:
 //   - the API server protects itself with API Priority and Fairness: a
 //     ServiceAccount's requests are queued fairly against other users' in

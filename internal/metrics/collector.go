@@ -166,7 +166,8 @@ func Snapshot(ctx context.Context, r client.Reader) (State, []error) {
 // storeSize counts the objects of obj's kind in r's informer, when r is a
 // cache (the manager's, whose informers for these kinds hold only oria's
 // objects: see manager.CacheOptions), without listing them: a list copies
-// every object's struct, 16 MB per scrape at 50,000 RoleBindings.
+// every object's struct on every scrape (docs/benchmarks.md, "Figures behind
+// the code": metrics scrape).
 func storeSize(ctx context.Context, r client.Reader, obj client.Object) (int, bool) {
 	informers, ok := r.(cache.Informers)
 	if !ok {

@@ -10,13 +10,12 @@ import (
 // Period, the way Kubernetes' endpoint controllers batch their updates.
 //
 // Why: a ScopeInstance's status lists the namespaces it is bound in. Bound
-// in 2,000 namespaces, every namespace created or deleted changed that
-// list, and each write of it cost the API server about 55 ms of CPU (a
-// merge patch applied to, validated on and stored with a 2,000-entry list,
-// then sent to every watcher) and held up the instance's next reconcile:
-// 100 namespaces created one by one cost 5.5 s of the API server's CPU, and
-// each new namespace waited for the previous one's status write before its
-// binding was made (docs/benchmarks.md). Spaced, a burst of namespaces
+// in thousands of namespaces, every namespace created or deleted changed
+// that list, and each write of it cost the API server a merge patch applied
+// to, validated on and stored with the whole list, then sent to every
+// watcher, and held up the instance's next reconcile: each new namespace
+// waited for the previous one's status write before its binding was made
+// (docs/benchmarks.md, History, a2082b4). Spaced, a burst of namespaces
 // costs one write per Period, and a binding never waits for a list.
 //
 // Everything else (a condition's status or reason, the observed

@@ -21,9 +21,9 @@ import (
 // EnqueueController returns the handler of a watch on objects oria creates:
 // it enqueues the object's controller when that is a (cluster-scoped) kind
 // of group, as builder.Owns does, but from the ownerReference alone (Owns
-// resolves the owner's kind through the REST mapper on every event, which
-// in the 50,000-binding benchmark allocated 320 MB, 11 % of everything oria
-// allocated, and its CPU). It first tells o (nil for none) of creates and
+// resolves the owner's kind through the REST mapper on every event, a
+// large part of oria's allocations and CPU in a fan-out: docs/benchmarks.md,
+// "Figures behind the code": owner watches). It first tells o (nil for none) of creates and
 // deletes: the write engine's Memo then stops expecting an object it
 // created, which the cache shows now or which is gone again
 // (engine.Memo.Of).

@@ -56,10 +56,9 @@ const DefaultRecheckInterval = time.Minute
 // once. An extension's reconcile is small (a few roles per API, one
 // condition) and mostly waits: its roles' creates, then its status write,
 // before the worker takes the next extension. With 4 workers, as the other
-// controllers have, switching 200 extensions of 5 APIs to Legacy ran at
-// about 500 roles per second against a plain client's 650-1,000 on the same
-// API server (1.20-1.64 × its time); with 16, 0.93-1.15 ×
-// (docs/benchmarks.md, History: the run that set 16 extension workers).
+// controllers have, a mode switch of many extensions ran well behind a
+// plain client on the same API server; with 16, level with it
+// (docs/benchmarks.md, History, f299d28).
 // The API server's load
 // stays bounded by engine.MaxInFlight, whatever the number of workers.
 const DefaultMaxConcurrentReconciles = 16

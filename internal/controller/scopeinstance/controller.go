@@ -114,10 +114,9 @@ const ServiceAccountRecheck = 3 * time.Second
 // the next, so too few leave the API server's capacity unused; too many
 // only hold plans in memory (thousands of desired bindings each), because
 // every reconcile's writes share the engine's MaxInFlight (128) tokens:
-// two fan-out reconciles of 64 writers fill it. In the benchmark
-// (docs/benchmarks.md, History: the run that set 4 workers) 4 workers converged
-// 50,000 RoleBindings faster and leaner than 8 (35.6 s and 145 MB against
-// 40.7-41.0 s and 166-170 MB; 3 workers: 37.4 s, 150 MB).
+// two fan-out reconciles of 64 writers fill it. In the benchmark 4 workers
+// converged the largest fan-out faster and leaner than 8 or 3
+// (docs/benchmarks.md, History, 100bb27).
 const DefaultMaxConcurrentReconciles = 4
 
 // Options configure the controller; every field has a default.

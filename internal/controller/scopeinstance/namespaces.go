@@ -35,8 +35,8 @@ func (h *namespaceHandler) Create(ctx context.Context, e event.CreateEvent, q wo
 	// the controller's workers start only once all of its watches' caches
 	// have synced, so each of those reconciles reads every such namespace
 	// from the cache. Mapping each of thousands of namespaces to instances
-	// here held the first pass after a restart for 20 s (31 % of oria's CPU,
-	// docs/benchmarks.md). Nor does its binding-latency clock start: the
+	// here held the first pass after a restart for many seconds
+	// (docs/benchmarks.md, "Figures behind the code": first pass). Nor does its binding-latency clock start: the
 	// namespace is not new.
 	if e.IsInInitialList {
 		return

@@ -50,8 +50,9 @@ import (
 // does a replica once it leads.
 
 // StandbyGrace is how long after a window closes a standby replica looks
-// at it: the leader, when there is one, has revoked by then (0.04–0.5 s on
-// the test machine, most within 0.2 s), so that a standby rarely writes
+// at it: the leader, when there is one, has revoked by then (well within
+// it on the test machine: docs/benchmarks.md, "Figures behind the code":
+// standby grace), so that a standby rarely writes
 // anything while the leader lives; and a standby's own revocation (a cache
 // read, one read of the instance, a few writes) lands well within a second
 // of expiresAt.
