@@ -119,6 +119,9 @@ type CheckFacts struct {
 	Lease          *coordinationv1.Lease
 	LeaseErr       error
 	LeaseNamespace string
+	// Nodes are the cluster's nodes, read for an install in the cluster
+	// (checknodes.go).
+	Nodes NodeFacts
 }
 
 // ClusterExtensionCRD is the CRD of OLM v1's ClusterExtension.
@@ -142,7 +145,7 @@ func Verdicts(f *CheckFacts) []Verdict {
 	}
 	out = append(out, webhookVerdicts(f)...)
 	out = append(out, replicasVerdict(f), leaderVerdict(f), versionVerdict(f))
-	return out
+	return noNode(f, out)
 }
 
 // crdVerdict checks that a CRD is installed, established and serves

@@ -65,6 +65,7 @@ func ReadCheck(ctx context.Context, c client.Client, namespace, pluginVersion st
 	}
 	if f.Deployment != nil {
 		f.Pods, f.PodsErr = podsOf(ctx, c, f.Deployment)
+		f.Nodes = readNodes(ctx, c)
 	}
 	return f, nil
 }

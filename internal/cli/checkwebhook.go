@@ -63,6 +63,19 @@ func guardWebhook(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) *
 func webhookConfigVerdict(f *CheckFacts, cfg *admissionregistrationv1.ValidatingWebhookConfiguration, wh *admissionregistrationv1.ValidatingWebhook) Verdict {
 	v := Verdict{Check: "webhook", Object: webhookObject + cfg.Name}
 	reinstall := "apply the install again (kubectl apply --server-side -f install.yaml): it sets the webhook as oria needs it"
+	if problems := webhookProblems(wh); len(problems) > 0 {
+		return verdictFailed(v, fmt.Sprintf("ValidatingWebhookConfiguration %s: %s", cfg.Name, strings.Join(problems, "; ")), reinstall)
+	}
+	if err := parseCABundle(wh.ClientConfig.CABundle); err != nil {
+		return verdictFailed(v, fmt.Sprintf("ValidatingWebhookConfiguration %s: %v: the API server cannot verify the guard's certificate", cfg.Name, err),
+			fmt.Sprintf("oria's certificate management (or cert-manager's CA injector, with config/certmanager) fills the caBundle: check that it runs (kubectl -n %s logs deployment/%s)", f.Namespace, DeploymentName))
+	}
+	return verdictOK(v, fmt.Sprintf("ValidatingWebhookConfiguration %s sends every create and update of oria's kinds to the guard, fails closed, and has a caBundle", cfg.Name))
+}
+
+// webhookProblems lists what in the guard's webhook lets a write of
+// oria's kinds skip it.
+func webhookProblems(wh *admissionregistrationv1.ValidatingWebhook) []string {
 	var problems []string
 	for _, r := range []string{"scopetemplates", "scopeinstances", "rbacpolicies"} {
 		for _, op := range []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update} {
@@ -80,14 +93,7 @@ func webhookConfigVerdict(f *CheckFacts, cfg *admissionregistrationv1.Validating
 	if len(wh.MatchConditions) > 0 {
 		problems = append(problems, "matchConditions let some requests skip it")
 	}
-	if len(problems) > 0 {
-		return verdictFailed(v, fmt.Sprintf("ValidatingWebhookConfiguration %s: %s", cfg.Name, strings.Join(problems, "; ")), reinstall)
-	}
-	if err := parseCABundle(wh.ClientConfig.CABundle); err != nil {
-		return verdictFailed(v, fmt.Sprintf("ValidatingWebhookConfiguration %s: %v: the API server cannot verify the guard's certificate", cfg.Name, err),
-			fmt.Sprintf("oria's certificate management (or cert-manager's CA injector, with config/certmanager) fills the caBundle: check that it runs (kubectl -n %s logs deployment/%s)", f.Namespace, DeploymentName))
-	}
-	return verdictOK(v, fmt.Sprintf("ValidatingWebhookConfiguration %s sends every create and update of oria's kinds to the guard, fails closed, and has a caBundle", cfg.Name))
+	return problems
 }
 
 // callsGuard reports whether the API server must have the guard's answer

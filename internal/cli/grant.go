@@ -42,6 +42,10 @@ type GrantOptions struct {
 	Reason string
 	// Name is the policy's name; empty: GrantName.
 	Name string
+	// Ceiling (NAMESPACE/NAME) is the ServiceAccount oria writes the
+	// bindings as (spec.serviceAccount): the grant is at most what it may
+	// grant. Empty: none.
+	Ceiling string
 	// GrantedBy is the requester, as the API server authenticates them
 	// (WhoAmI): recorded with the time of the grant (record.Grant); the
 	// guard refuses any other name. Empty: no record of who.
@@ -187,6 +191,13 @@ func (o GrantOptions) Policy(now time.Time) (*oriav1alpha1.RBACPolicy, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: oriav1alpha1.RBACPolicySpec{ExtensionName: o.Extension, Access: oriav1alpha1.Access(o.Access), Subjects: subj,
 			Namespaces: slices.Compact(slices.Sorted(slices.Values(o.Namespaces))), APIs: apis, ExpiresAt: end},
+	}
+	if o.Ceiling != "" {
+		ns, sa, ok := cutNamespaced(o.Ceiling)
+		if !ok {
+			return nil, fmt.Errorf("--ceiling %q: want NAMESPACE/NAME", o.Ceiling)
+		}
+		p.Spec.ServiceAccount = &oriav1alpha1.ServiceAccountReference{Namespace: ns, Name: sa}
 	}
 	rec := record.Record{Reason: o.Reason}
 	if o.GrantedBy != "" {

@@ -181,3 +181,45 @@ func checkNamespaces(ctx context.Context, c client.Reader, p *oriav1alpha1.RBACP
 	}
 	return nil
 }
+
+// bindingChanges counts the bindings a plan writes (creates or updates)
+// and those of them a ceiling refuses.
+func bindingChanges(r *PlanReport) (written, refusedByCeiling int) {
+	for _, c := range r.Changes {
+		if (c.Kind != "RoleBinding" && c.Kind != "ClusterRoleBinding") || c.Action == ActionDelete {
+			continue
+		}
+		written++
+		if c.Refused {
+			refusedByCeiling++
+		}
+	}
+	return written, refusedByCeiling
+}
+
+// ceilingRefusal says why a grant with a ceiling grants nothing: its
+// ServiceAccount may write none of the bindings (the dry runs as it); ""
+// when it may write one, or the grant has no ceiling.
+func ceilingRefusal(p *oriav1alpha1.RBACPolicy, r *PlanReport) string {
+	sa := p.Spec.ServiceAccount
+	if sa == nil {
+		return ""
+	}
+	written, refused := bindingChanges(r)
+	if written == 0 || refused < written {
+		return ""
+	}
+	return fmt.Sprintf("it would grant nothing: ServiceAccount %s/%s (--ceiling) may write none of its %s (see the notes)",
+		sa.Namespace, sa.Name, plural(written, "binding"))
+}
+
+// ceilingPartial says how much of a grant its ceiling refuses, when it
+// refuses some of its bindings and not all ("" otherwise).
+func ceilingPartial(r *PlanReport) string {
+	written, refused := bindingChanges(r)
+	if refused == 0 || refused == written {
+		return ""
+	}
+	return fmt.Sprintf("the ceiling refuses %d of the %s: they are not written, and the grant is in part (the notes above name them)",
+		refused, plural(written, "binding"))
+}

@@ -21,10 +21,13 @@ import (
 var dryRunModes = []string{DryRunNone, DryRunClient, DryRunServer}
 
 // CreateGrant plans the policy as `kubectl oria plan` of it would (the guard's
-// verdict on a server-side dry run, what it binds, the bindings created)
-// and, unless it is refused or dryRun is server, creates it. A policy of
-// that name must not exist: grant makes new grants.
-func CreateGrant(ctx context.Context, c client.Client, p *oriav1alpha1.RBACPolicy, dryRun string) (*PlanReport, error) {
+// verdict on a server-side dry run, what it binds, the bindings created,
+// and, with a ceiling, the dry runs of those bindings as its
+// ServiceAccount through ceilings) and, unless it is refused or dryRun is
+// server, creates it. A grant whose ceiling refuses every binding is
+// refused too (ceilingRefusal). A policy of that name must not exist:
+// grant makes new grants.
+func CreateGrant(ctx context.Context, c client.Client, p *oriav1alpha1.RBACPolicy, dryRun string, ceilings ...Impersonator) (*PlanReport, error) {
 	err := c.Get(ctx, client.ObjectKeyFromObject(p), &oriav1alpha1.RBACPolicy{})
 	switch {
 	case err == nil:
@@ -32,12 +35,15 @@ func CreateGrant(ctx context.Context, c client.Client, p *oriav1alpha1.RBACPolic
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("reading RBACPolicy %q: %w", p.Name, err)
 	}
-	report, err := PlanFile(ctx, c, []client.Object{p})
+	report, err := PlanFile(ctx, c, []client.Object{p}, ceilings...)
 	if err != nil {
 		return nil, err
 	}
 	if refused(report.Objects) > 0 {
 		return report, answerNo("RBACPolicy %s REFUSED: not created", p.Name)
+	}
+	if why := ceilingRefusal(p, report); why != "" {
+		return report, answerNo("RBACPolicy %s REFUSED: not created: %s", p.Name, why)
 	}
 	if dryRun == DryRunServer {
 		return report, nil
@@ -71,8 +77,10 @@ names anyone else, and kubectl oria status shows it. The name is grant-<first su
 A grant that would grant nothing is REFUSED, exit code 2, nothing created: a ClusterExtension that
 does not exist or is not in FineGrained or Legacy mode, an --api the extension does not provide, a
 cluster-scoped API in namespaces (a RoleBinding cannot grant it: use --all-namespaces), or no
-namespace of -n that exists. What it would leave out (a missing namespace among others, a
-cluster-scoped API among namespaced ones) is noted on standard error.
+namespace of -n that exists, or a --ceiling ServiceAccount that may write none of its bindings
+(a server-side dry run of each, as that ServiceAccount, as oria writes them). What it would leave
+out (a missing namespace among others, a cluster-scoped API among namespaced ones, bindings the
+ceiling refuses) is noted on standard error.
 
 It then prints what kubectl oria plan prints for that policy: the escalation guard's verdict on a
 server-side dry run of the create, as you (you may grant only what you could grant by hand), what
@@ -110,7 +118,11 @@ kubectl oria revoke.`,
 			if err != nil {
 				return err
 			}
-			return runGrant(cmd.Context(), c, streams, pf, opts, dryRun, wait)
+			imp, err := ceilingClients(cs)
+			if err != nil {
+				return err
+			}
+			return runGrant(cmd.Context(), c, imp, streams, pf, opts, dryRun, wait)
 		},
 	}
 	cmd.Flags().StringArrayVar(&opts.Groups, "group", nil, "A group to grant to (repeat for several).")
@@ -125,6 +137,7 @@ kubectl oria revoke.`,
 	cmd.Flags().StringVar(&opts.Until, "until", "", "When the grant ends, RFC 3339: 2025-06-06T18:00:00Z (at most "+maxGrantText+" from now).")
 	cmd.Flags().StringVar(&opts.Reason, "reason", "", "Why: recorded in the policy's annotation "+oriav1alpha1.AnnotationReason+".")
 	cmd.Flags().StringVar(&opts.Name, "name", "", "The RBACPolicy's name (default grant-<first subject>-<hash>).")
+	cmd.Flags().StringVar(&opts.Ceiling, "ceiling", "", "A ServiceAccount, NAMESPACE/NAME, that oria writes the bindings as (spec.serviceAccount): the grant is at most what it may grant.")
 	cmd.Flags().StringVar(&dryRun, "dry-run", DryRunNone, "none, server (plan, with the guard's verdict, and create nothing) or client (print the policy only).")
 	cmd.Flags().Lookup("dry-run").NoOptDefVal = DryRunClient
 	cmd.Flags().Var(waitFlag{&wait}, "wait", "How long to wait for oria to report the grant Bound (a duration; false or 0: do not wait).")
@@ -146,7 +159,7 @@ kubectl oria revoke.`,
 // refuses a grant that would grant nothing (CheckGrant), plans and creates
 // it (CreateGrant), then waits up to wait for oria to report it Bound and
 // says what was granted where.
-func runGrant(ctx context.Context, c client.Client, streams genericiooptions.IOStreams, pf *genericclioptions.PrintFlags, opts GrantOptions, dryRun string, wait time.Duration) error {
+func runGrant(ctx context.Context, c client.Client, imp Impersonator, streams genericiooptions.IOStreams, pf *genericclioptions.PrintFlags, opts GrantOptions, dryRun string, wait time.Duration) error {
 	user, err := WhoAmI(ctx, c)
 	if err != nil {
 		return err
@@ -165,7 +178,7 @@ func runGrant(ctx context.Context, c client.Client, streams genericiooptions.IOS
 		return answerNo("RBACPolicy %s REFUSED: not created: it would grant nothing: %s", p.Name, strings.Join(check.Refusals, "; "))
 	}
 	table := *pf.OutputFormat == "" || *pf.OutputFormat == "wide"
-	report, err := CreateGrant(ctx, c, p, dryRun)
+	report, err := CreateGrant(ctx, c, p, dryRun, imp)
 	if report != nil && table {
 		if perr := output(pf, streams, view{header: PlanHeader(report), table: PlanTable(report.Changes)}); perr != nil {
 			return perr
@@ -173,6 +186,11 @@ func runGrant(ctx context.Context, c client.Client, streams genericiooptions.IOS
 	}
 	for _, n := range check.Notes {
 		fmt.Fprintf(streams.ErrOut, "Note: %s\n", n)
+	}
+	if report != nil && err == nil {
+		if n := ceilingPartial(report); n != "" {
+			fmt.Fprintf(streams.ErrOut, "Note: %s\n", n)
+		}
 	}
 	if err != nil {
 		return err

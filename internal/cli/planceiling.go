@@ -7,6 +7,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -25,6 +26,10 @@ type Impersonator interface {
 	For(namespace, name string) (client.Client, error)
 }
 
+// plannedOwnerUID is the UID the ceiling's dry runs give an owner that
+// does not exist yet (never stored: the writes are dry runs).
+const plannedOwnerUID = types.UID("00000000-0000-0000-0000-000000000000")
+
 // ceilingCheck is a binding a ceiling writes: the change, the object as
 // oria writes it, and whether it exists (an update).
 type ceilingCheck struct {
@@ -41,6 +46,17 @@ func (p *planner) askCeiling(c Change, w, have client.Object) {
 		return
 	}
 	obj := w.DeepCopyObject().(client.Object)
+	// The owner of a binding to create may itself be only planned (a
+	// ScopeInstance the file or the grant creates), with no UID yet: the
+	// API server refuses an ownerReference without one, whatever the
+	// ServiceAccount may do. The dry run names a stand-in UID.
+	refs := obj.GetOwnerReferences()
+	for i := range refs {
+		if refs[i].UID == "" {
+			refs[i].UID = plannedOwnerUID
+		}
+	}
+	obj.SetOwnerReferences(refs)
 	if have != nil {
 		if hRef, _ := bindingOf(have); hRef.Name != c.Role {
 			return // a roleRef cannot be updated: oria replaces the binding

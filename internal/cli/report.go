@@ -72,12 +72,9 @@ func row(cells ...string) metav1.TableRow {
 // the extension itself, one per API, one per role and one per grant (with
 // the window of a time-bound grant and the time left).
 func StatusTable(report []ExtensionStatus) *metav1.Table {
-	t := &metav1.Table{ColumnDefinitions: columns([]string{"EXTENSION", "MODE", "KIND", "NAME", "DETAIL", "STATUS", "WINDOW", "RECORD"}, "SUBJECTS")}
+	t := statusColumns()
 	for _, e := range report {
-		mode := e.Mode
-		if e.ModeFromDefault {
-			mode += " (default)"
-		}
+		mode := e.modeText()
 		add := func(kind, name, detail, status string, window *GrantWindow, subjects ...string) {
 			t.Rows = append(t.Rows, row(e.Name, mode, kind, name, detail, status, window.String(), "", strings.Join(subjects, ", ")))
 		}
@@ -104,11 +101,29 @@ func StatusTable(report []ExtensionStatus) *metav1.Table {
 			add("ClusterRole", r.Name, detail, status, nil)
 		}
 		for _, g := range e.Grants {
-			add(g.Kind, g.Name, g.Access+" "+g.Where, "Ready="+g.Ready+" "+g.Reason, g.Window, g.Subjects...)
-			t.Rows[len(t.Rows)-1].Cells[7] = RecordText(g)
+			t.Rows = append(t.Rows, grantRow(e.Name, mode, g))
 		}
 	}
 	return t
+}
+
+// statusColumns is the status table without rows.
+func statusColumns() *metav1.Table {
+	return &metav1.Table{ColumnDefinitions: columns([]string{"EXTENSION", "MODE", "KIND", "NAME", "DETAIL", "STATUS", "WINDOW", "RECORD"}, "SUBJECTS")}
+}
+
+// modeText is the MODE cell of the extension's rows.
+func (e ExtensionStatus) modeText() string {
+	if e.ModeFromDefault {
+		return e.Mode + " (default)"
+	}
+	return e.Mode
+}
+
+// grantRow is the status table's row of a grant of extension.
+func grantRow(extension, mode string, g Grant) metav1.TableRow {
+	return row(extension, mode, g.Kind, g.Name, g.Access+" "+g.Where, "Ready="+g.Ready+" "+g.Reason, g.Window.String(), RecordText(g),
+		strings.Join(g.Subjects, ", "))
 }
 
 // AccessTable is the access report as a table; -o wide adds the verbs and

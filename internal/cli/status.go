@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -271,11 +272,7 @@ func extensionGrants(s *Snapshot, extension string) []Grant {
 		if p.Spec.ExtensionName != extension {
 			continue
 		}
-		g := Grant{Kind: "RBACPolicy", Name: p.Name, Access: string(p.Spec.Access),
-			Where: where(p.Status.Scope, p.Status.BoundNamespaces, p.Status.BoundNamespaceCount), Subjects: subjectStrings(p.Spec.Subjects),
-			Window: windowOf(binding.PolicyWindow(p.Spec), s.Now)}
-		g.Ready, g.Reason, g.Message = ready(p.Status.Conditions)
-		g.Granted, g.Revoked = records(p.Annotations)
+		g := policyGrant(&p, s.Now)
 		out = append(out, g)
 		si, ok := instances[p.Status.ScopeInstanceName]
 		if !ok {
@@ -288,6 +285,16 @@ func extensionGrants(s *Snapshot, extension string) []Grant {
 		out = append(out, ig)
 	}
 	return out
+}
+
+// policyGrant is the grant of an RBACPolicy, its window judged at now.
+func policyGrant(p *oriav1alpha1.RBACPolicy, now time.Time) Grant {
+	g := Grant{Kind: "RBACPolicy", Name: p.Name, Access: string(p.Spec.Access),
+		Where: where(p.Status.Scope, p.Status.BoundNamespaces, p.Status.BoundNamespaceCount), Subjects: subjectStrings(p.Spec.Subjects),
+		Window: windowOf(binding.PolicyWindow(p.Spec), now)}
+	g.Ready, g.Reason, g.Message = ready(p.Status.Conditions)
+	g.Granted, g.Revoked = records(p.Annotations)
+	return g
 }
 
 // instanceGrants lists the ScopeInstances that bind the extension's roles

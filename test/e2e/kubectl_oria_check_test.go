@@ -124,6 +124,8 @@ func TestKubectlOriaCheck(t *testing.T) {
 		})
 
 	// No replica ready: the pod is not ready any more; then ready again.
+	// The suite's cluster has no node (no kubelet), so that is said once,
+	// on the nodes line, and the replicas line follows from it.
 	setReady := func(ready corev1.ConditionStatus) {
 		testutil.UpdateStatus(t, k8sClient, pod, func() {
 			pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.Now()}}
@@ -136,7 +138,9 @@ func TestKubectlOriaCheck(t *testing.T) {
 			return
 		}
 		assert.Equal(c, cli.ExitNo, code)
-		assertVerdict(c, r, "replicas", cli.CheckFailed, "0 of 1 replicas of Deployment "+ns+"/oria are ready", "describe deployment oria")
+		assertVerdict(c, r, "nodes", cli.CheckFailed, "the cluster has no node: no pod can run, so Deployment "+ns+"/oria has no replica", "add a node")
+		assertVerdict(c, r, "replicas", cli.CheckSkipped, "needs a node (no node is Ready, see the nodes line): 0 of 1 replicas of Deployment "+ns+"/oria are ready", "")
+		assert.Equal(c, 1, countVerdicts(r, cli.CheckFailed), "one cause, one failed line: %+v", r.Verdicts)
 	}, testutil.Timeout, testutil.Interval)
 	setReady(corev1.ConditionTrue)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {

@@ -99,10 +99,10 @@ func TestWarningEventsEndToEnd(t *testing.T) {
 }
 
 // TestInvalidModeEndToEnd: an invalid mode annotation (legacy, not Legacy)
-// on an extension with a FineGrained grant in force: the extension and the
-// policy say InvalidMode, the grant stays (the authorizer still allows it,
-// the ScopeInstance stays Bound); fixing the annotation makes the policy
-// Bound again, and Unmanaged revokes it.
+// on an extension with a FineGrained grant in force: the extension says
+// InvalidMode, the policy stays Bound and names the annotation, the grant
+// stays (the authorizer still allows it, the ScopeInstance stays Bound);
+// fixing the annotation drops the note, and Unmanaged revokes it.
 func TestInvalidModeEndToEnd(t *testing.T) {
 	testutil.NeedCluster(t)
 	crd := extensionWithAPI(t, oriav1alpha1.RBACModeFineGrained)
@@ -121,7 +121,7 @@ func TestInvalidModeEndToEnd(t *testing.T) {
 	testutil.SetRBACMode(t, k8sClient, ext, "legacy")
 	waitExtensionCondition(t, ext, metav1.ConditionFalse, oriav1alpha1.ReasonInvalidMode)
 	got, cond := testutil.EventuallyCondition(t, k8sClient, p, testutil.Condition{Type: oriav1alpha1.TypeReady,
-		Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonInvalidMode, Message: []string{`"legacy"`}})
+		Status: metav1.ConditionTrue, Reason: oriav1alpha1.ReasonBound, Message: []string{`"legacy"`}})
 	t.Log(cond.Message)
 	time.Sleep(3 * time.Second) // nothing is revoked meanwhile
 	assert.True(t, can(t, user), "the grant in force was revoked by an invalid mode")

@@ -214,9 +214,9 @@ func (r *Reconciler) Status(policy *oriav1alpha1.RBACPolicy, p *plan, out result
 }
 
 // Patch writes the status when it changed, and warns when Ready enters a
-// state to look at.
+// state to look at (not InvalidMode: warnable).
 func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.RBACPolicy) (time.Duration, error) {
-	hold, err := reconciler.WarnOnTransition(&r.warnings, r.Recorder, func(o *oriav1alpha1.RBACPolicy) []metav1.Condition { return o.Status.Conditions },
+	hold, err := reconciler.WarnOnTransition(&r.warnings, r.Recorder, warnable,
 		reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.RBACPolicy) any { return o.Status }))(ctx, before, after)
 	if err == nil && hold == 0 {
 		r.recordRevoked(before, after)

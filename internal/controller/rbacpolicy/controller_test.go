@@ -110,10 +110,18 @@ func TestUnmanagedExtensionRevokes(t *testing.T) {
 	markInstance(t, p.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound, "bound", "team-a")
 	waitReady(t, p.Name, oriav1alpha1.ReasonBound)
 	testutil.SetRBACMode(t, k8sClient, ext.Name, "Sometimes")
+	waitMessage(t, p.Name, oriav1alpha1.ReasonBound, `invalid oria.operatorframework.io/rbac-mode annotation "Sometimes"`)
+	getTemplate(t, p.Name)
+
+	// A change of the policy meanwhile is narrowed: nothing it adds is
+	// granted until the annotation is fixed.
+	testutil.Update(t, k8sClient, p, func() { p.Spec.Namespaces = []string{"team-a", "team-b"} })
 	got = waitReady(t, p.Name, oriav1alpha1.ReasonInvalidMode)
 	assert.Contains(t, readyMessage(got), `invalid oria.operatorframework.io/rbac-mode annotation "Sometimes"`)
 	assert.Contains(t, readyMessage(got), "the grant in force stays, in 1 namespace")
-	getTemplate(t, p.Name)
+	_, si := compiled(p.Name)
+	si = testutil.EventuallyGet(t, k8sClient, si)
+	assert.Equal(t, []string{"team-a"}, si.Spec.Namespaces)
 
 	testutil.SetRBACMode(t, k8sClient, ext.Name, oriav1alpha1.RBACModeUnmanaged)
 	waitReady(t, p.Name, oriav1alpha1.ReasonExtensionUnmanaged)

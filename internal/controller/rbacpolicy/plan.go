@@ -68,6 +68,10 @@ type plan struct {
 	now    time.Time
 	window binding.Window
 	phase  binding.Phase
+	// modeNote is set when the extension's mode annotation is invalid and
+	// the grant in force is what the spec compiles to (invalidMode): the
+	// policy is applied as it is, and its Ready message says so.
+	modeNote string
 }
 
 // gather validates the policy, reads its extension, that extension's APIs
@@ -113,9 +117,9 @@ func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 	}
 	switch {
 	case !valid:
-		return r.narrow(ctx, policy, p, oriav1alpha1.ReasonInvalidMode,
-			fmt.Sprintf("ClusterExtension %q has an invalid %s annotation %q (Legacy, FineGrained or Unmanaged, case-sensitive); the grants in force are kept, as far as the policy still allows them, until it is fixed",
-				ext.Name, oriav1alpha1.AnnotationRBACMode, ext.Annotations[oriav1alpha1.AnnotationRBACMode]))
+		if p, err = r.invalidMode(ctx, policy, p, ext, specReason != ""); err != nil || p.decision != decisionApply {
+			return p, err
+		}
 	case specReason != "":
 		return r.narrow(ctx, policy, p, specReason, specMsg)
 	}

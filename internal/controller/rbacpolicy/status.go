@@ -30,23 +30,25 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 		ready(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
 		return st
 	}
+	if p.modeNote != "" {
+		ready = noteMode(ready, p.modeNote)
+	}
 	switch p.decision {
 	case decisionRevoke:
 		st.APIs, st.Scope, st.BoundNamespaces, st.BoundNamespaceCount = nil, "", nil, 0
 		if p.phase == binding.WindowExpired {
-			// Whatever else is wrong, the grant is over.
-			also := fmt.Sprintf(" (also: %s: %s)", p.reason, p.message)
-			if p.reason == oriav1alpha1.ReasonPending {
-				also = "" // a window that never opened (neverOpens)
-			}
-			ready(metav1.ConditionFalse, oriav1alpha1.ReasonExpired, fmt.Sprintf("the grant %s (spec.expiresAt): it grants nothing%s",
-				p.window.Describe(p.now), also))
+			expired(ready, p)
 			return st
 		}
 		ready(metav1.ConditionFalse, p.reason, p.message)
 		return st
 	case decisionNarrow:
 		mirror(&st, out.instance)
+		if p.phase == binding.WindowExpired {
+			// What is kept is over too.
+			expired(ready, p)
+			return st
+		}
 		// What was just removed is told by the Narrowed event; the
 		// condition says what holds as long as the spec stays as it is.
 		msg := p.message + fmt.Sprintf(" (the grant in force stays, %s, within what the current spec still allows; nothing the spec adds is granted until it is valid)",
@@ -110,6 +112,31 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 				len(policy.Spec.Subjects), map[bool]string{true: "", false: "s"}[len(policy.Spec.Subjects) == 1], describeBound(st), windowNote(p)))
 	}
 	return st
+}
+
+// expired says Expired: whatever else is wrong, the grant is over. An
+// invalid mode annotation on the extension does not matter to a grant that
+// is over (the extension says so), nor does a window that never opened
+// (neverOpens); a spec error is told as well.
+func expired(ready status.Ready, p *plan) {
+	also := fmt.Sprintf(" (also: %s: %s)", p.reason, p.message)
+	if p.reason == oriav1alpha1.ReasonPending || p.reason == oriav1alpha1.ReasonInvalidMode {
+		also = ""
+	}
+	ready(metav1.ConditionFalse, oriav1alpha1.ReasonExpired, fmt.Sprintf("the grant %s (spec.expiresAt): it grants nothing%s",
+		p.window.Describe(p.now), also))
+}
+
+// noteMode adds note to every Ready message but Expired and Pending ones
+// (an invalid mode annotation does not matter to a window that is over or
+// has not started).
+func noteMode(ready status.Ready, note string) status.Ready {
+	return func(s metav1.ConditionStatus, reason, message string) {
+		if reason != oriav1alpha1.ReasonExpired && reason != oriav1alpha1.ReasonPending {
+			message += "; " + note
+		}
+		ready(s, reason, message)
+	}
 }
 
 // mirror copies where the ScopeInstance has bound into the policy's status
