@@ -59,20 +59,23 @@ func needs(op Op) (grant, object bool) {
 
 // Leader changes come from a stream of their own: a drawn stop (not a
 // motif's) becomes a leader change when leaderStream(seed) says so, one in
-// leaderOdds, and the start that would have followed it is left out. The
-// main stream draws exactly what it drew before leader changes existed,
-// so every seed keeps its steps, except that some stops (and their starts)
-// are now leader changes; the finder seeds keep their shapes
-// (TestFinderShapes) and every fixed seed its sequence
-// (TestFixedSequencesUnchanged).
+// leaderOdds, and the start that would have followed it is left out; a
+// drawn sleep (not a motif's) one in sleepLeaderOdds (a leader change,
+// too, lets time pass the next window instant). The main stream draws
+// exactly what it drew before leader changes existed, so every seed keeps
+// its steps, except that some stops (and their starts) and sleeps are now
+// leader changes (2,632 of seeds 0 to 19,999 have one); the finder seeds
+// keep their shapes (TestFinderShapes) and every fixed seed its sequence
+// (TestGenerateFixedSequences).
 //
-// leaderKey was chosen (the first of "leaderch"+0..63 that does) so that no
-// seed of the fixed list of its day has a leader change: each keeps the
-// stops and starts it was chosen for. The new fixed seeds with a leader
+// leaderKey was chosen (the first of "leaderch"+0..4095 that does) so that
+// no seed of the fixed list of its day changes: each keeps the stops,
+// starts and sleeps it was chosen for. The fixed seeds with a leader
 // change are in findings.go.
 const (
-	leaderOdds = 2
-	leaderKey  = 0x6c6561646572636d // "leaderch"+5
+	leaderOdds      = 2
+	sleepLeaderOdds = 3
+	leaderKey       = 0x6c656164657263d4 // "leaderch"+108
 )
 
 func leaderStream(seed uint64) *rand.Rand {
@@ -111,8 +114,11 @@ func Generate(seed uint64) Sequence {
 		}
 		s := Step{Op: op, A: r.IntN(16), B: r.IntN(16), C: r.IntN(16), D: r.IntN(16), E: r.IntN(16), F: r.IntN(16)}
 		bias(r, &s)
-		if op == OpOriaStop && lr.IntN(leaderOdds) == 0 {
+		switch {
+		case op == OpOriaStop && lr.IntN(leaderOdds) == 0:
 			s, noStart = Step{Op: OpLeaderChange}, true
+		case op == OpSleep && lr.IntN(sleepLeaderOdds) == 0:
+			s = Step{Op: OpLeaderChange} // it, too, passes the next window instant
 		}
 		seq = append(seq, s)
 		switch op {
