@@ -30,8 +30,10 @@ const aimAhead = 15 * time.Second
 const standbyBound = 2 * time.Second
 
 func (w *World) leaderChange(ctx context.Context, m *Model) string {
-	if !w.env.Oria.Running() {
-		return "oria is down: nothing to do"
+	if !w.env.Oria.Running() { // no leader to kill: the sleep it may stand for
+		d := m.nextEdge(time.Now())
+		time.Sleep(d)
+		return fmt.Sprintf("oria is down: slept %s", d.Round(100*time.Millisecond))
 	}
 	aim := "now"
 	if at, what, ok := m.nextInstant(time.Now(), aimAhead); ok {

@@ -32,7 +32,7 @@ var weights = map[Op]int{
 	OpOriaStop:            2,
 	OpOriaStart:           0, // added after every stop, see Generate
 	OpSleep:               6,
-	OpLeaderChange:        0, // a stop, one in leaderOdds, see Generate
+	OpLeaderChange:        0, // some stops and sleeps, see Generate
 }
 
 // Lengths of a sequence: short, since windows run in real time. A motif
