@@ -3,7 +3,6 @@ package seqfuzz
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -15,7 +14,6 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/testutil"
 	"github.com/operator-framework/oria/test/localcluster"
-	"github.com/operator-framework/oria/test/oriaproc"
 )
 
 // Env is what every sequence shares: the cluster-admin client, the oria
@@ -38,15 +36,18 @@ const (
 
 var oriaKinds = []string{"scopetemplates", "scopeinstances", "rbacpolicies"}
 
-// NewEnv creates the shared fixtures and starts oria.
-func NewEnv(ctx context.Context, c *localcluster.Cluster, bin, logPath string) (*Env, error) {
+// NewEnv creates the shared fixtures and starts oria (its replicas' logs
+// in dir).
+func NewEnv(ctx context.Context, c *localcluster.Cluster, bin, dir string) (*Env, error) {
 	admin, err := testutil.AdminClient(c)
 	if err != nil {
 		return nil, err
 	}
 	e := &Env{Admin: admin, Cluster: c, Ext: "seqfuzz-ext", Group: "seqfuzz.example.com", Plural: "gadgets"}
 	e.CRD = e.Plural + "." + e.Group
-	e.Oria = &Oria{bin: bin, kubeconfig: c.Kubeconfig, log: logPath, args: append([]string{"--default-rbac-mode=Unmanaged"}, c.OriaFlags()...)}
+	if e.Oria, err = newOria(c, admin, bin, dir); err != nil {
+		return nil, err
+	}
 	write := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	status := make([]string, len(oriaKinds))
 	for i, k := range oriaKinds {
@@ -97,42 +98,3 @@ func (e *Env) As(user string) (client.Client, error) {
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return client.New(cfg, client.Options{Scheme: e.Admin.Scheme(), Mapper: e.Admin.RESTMapper()})
 }
-
-// Oria runs the oria binary and restarts it on demand (a sequence's steps
-// stop and start it). It runs without leader election: one replica.
-type Oria struct {
-	bin, kubeconfig, log string
-	args                 []string
-	p                    *oriaproc.Process
-	// StartedAt is when oria last became ready.
-	StartedAt time.Time
-	starts    int
-}
-
-// Start starts oria unless it runs, and waits until it is ready.
-func (o *Oria) Start(ctx context.Context) error {
-	if o.Running() {
-		return nil
-	}
-	o.starts++
-	p, err := oriaproc.Start(ctx, o.bin, o.kubeconfig, o.log, slices.Clone(o.args)...)
-	if err != nil {
-		testutil.Tail(o.log, 40)
-		return fmt.Errorf("starting oria: %w", err)
-	}
-	o.p, o.StartedAt = p, time.Now()
-	return nil
-}
-
-// Stop stops oria if it runs.
-func (o *Oria) Stop() {
-	if o.Running() {
-		o.p.Stop()
-	}
-}
-
-// Running reports whether oria runs.
-func (o *Oria) Running() bool { return o.p != nil && !o.p.Exited() }
-
-// LogPath is the log of the oria process started last.
-func (o *Oria) LogPath() string { return o.log }

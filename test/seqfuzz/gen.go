@@ -32,6 +32,7 @@ var weights = map[Op]int{
 	OpOriaStop:            2,
 	OpOriaStart:           0, // added after every stop, see Generate
 	OpSleep:               6,
+	OpLeaderChange:        0, // some stops and sleeps, see Generate
 }
 
 // Lengths of a sequence: short, since windows run in real time. A motif
@@ -56,17 +57,46 @@ func needs(op Op) (grant, object bool) {
 	return false, false
 }
 
+// Leader changes come from a stream of their own: a drawn stop (not a
+// motif's) becomes a leader change when leaderStream(seed) says so, one in
+// leaderOdds, and the start that would have followed it is left out; a
+// drawn sleep (not a motif's) one in sleepLeaderOdds (a leader change,
+// too, lets time pass the next window instant). The main stream draws
+// exactly what it drew before leader changes existed, so every seed keeps
+// its steps, except that some stops (and their starts) and sleeps are now
+// leader changes (2,632 of seeds 0 to 19,999 have one); the finder seeds
+// keep their shapes (TestFinderShapes) and every fixed seed its sequence
+// (TestGenerateFixedSequences).
+//
+// leaderKey was chosen (the first of "leaderch"+0..4095 that does) so that
+// no seed of the fixed list of its day changes: each keeps the stops,
+// starts and sleeps it was chosen for. The fixed seeds with a leader
+// change are in findings.go.
+const (
+	leaderOdds      = 2
+	sleepLeaderOdds = 3
+	leaderKey       = 0x6c656164657263d4 // "leaderch"+108
+)
+
+func leaderStream(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed^leaderKey, seed+leaderKey))
+}
+
 // Generate returns the sequence of seed: the same seed gives the same
 // steps (math/rand/v2's PCG, seeded from the seed).
 func Generate(seed uint64) Sequence {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	lr := leaderStream(seed)
 	total := 0
 	for _, w := range weights {
 		total += w
 	}
 	n := minSteps + r.IntN(maxSteps-minSteps+1)
 	seq := make(Sequence, 0, n+1)
-	down := false
+	// down is whether oria is down as the main stream sees it; after a
+	// leader change oria runs, but the main stream draws as if it were
+	// down until its start, which is then left out (noStart).
+	down, noStart := false, false
 	grants, objects := 0, 0
 	for len(seq) < n {
 		if m := motif(r); m != nil {
@@ -84,6 +114,12 @@ func Generate(seed uint64) Sequence {
 		}
 		s := Step{Op: op, A: r.IntN(16), B: r.IntN(16), C: r.IntN(16), D: r.IntN(16), E: r.IntN(16), F: r.IntN(16)}
 		bias(r, &s)
+		switch {
+		case op == OpOriaStop && lr.IntN(leaderOdds) == 0:
+			s, noStart = Step{Op: OpLeaderChange}, true
+		case op == OpSleep && lr.IntN(sleepLeaderOdds) == 0:
+			s = Step{Op: OpLeaderChange} // it, too, passes the next window instant
+		}
 		seq = append(seq, s)
 		switch op {
 		case OpAdminGrant:
@@ -96,11 +132,13 @@ func Generate(seed uint64) Sequence {
 			down = true
 		case down && r.IntN(3) == 0:
 			// oria stays down for a step or so, then starts again.
-			seq = append(seq, Step{Op: OpOriaStart})
-			down = false
+			if !noStart {
+				seq = append(seq, Step{Op: OpOriaStart})
+			}
+			down, noStart = false, false
 		}
 	}
-	if down {
+	if down && !noStart {
 		seq = append(seq, Step{Op: OpOriaStart})
 	}
 	return seq

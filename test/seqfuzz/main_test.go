@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -42,7 +41,7 @@ func setup() (func(int), error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env, err = NewEnv(ctx, cluster, bin, filepath.Join(dir, "oria.log"))
+	env, err = NewEnv(ctx, cluster, bin, dir)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("seqfuzz environment: %w", err)
@@ -50,7 +49,9 @@ func setup() (func(int), error) {
 	return func(code int) {
 		env.Oria.Stop()
 		if code != 0 {
-			testutil.Tail(env.Oria.LogPath(), 60)
+			for _, log := range env.Oria.LogPaths() {
+				testutil.Tail(log, 60)
+			}
 		}
 		_ = os.RemoveAll(dir)
 	}, nil

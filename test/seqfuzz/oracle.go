@@ -46,6 +46,9 @@ func (p Probe) String() string {
 type Violation struct {
 	Probe
 	Liveness bool
+	// Standby: held past its window's end while no replica led (a leader
+	// change); Why says which window.
+	Standby bool
 	// Step is the 1-based step after which it was seen (0: at the end of
 	// the run, after time passed the admin grants' close window instants).
 	Step int
@@ -56,6 +59,9 @@ func (v Violation) String() string {
 	at := fmt.Sprintf("after step %d", v.Step)
 	if v.Step == 0 {
 		at = "at the end"
+	}
+	if v.Standby {
+		return fmt.Sprintf("%s: STANDBY: %s while no replica led, though %s (the standby replica did not end it)", at, v.Probe, v.Why)
 	}
 	if v.Liveness {
 		return fmt.Sprintf("%s: LIVENESS: %s is denied, though %s grants it", at, v.Probe, v.Why)

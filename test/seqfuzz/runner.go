@@ -59,6 +59,10 @@ func Run(ctx context.Context, e *Env, seed uint64, seq Sequence) (*Result, error
 		out := w.Exec(ctx, s, m)
 		res.Ran = i + 1
 		res.Log = append(res.Log, fmt.Sprintf("%2d. %s → %s", i+1, s, out))
+		if v := w.takeViolations(i + 1); len(v) > 0 {
+			res.Violations = v
+			break
+		}
 		if !e.Oria.Running() {
 			continue
 		}
@@ -186,6 +190,8 @@ func (w *World) Exec(ctx context.Context, s Step, m *Model) string {
 		}
 		m.OriaStarted = w.env.Oria.StartedAt
 		return "ready"
+	case OpLeaderChange:
+		return w.leaderChange(ctx, m)
 	case OpSleep:
 		d := m.nextEdge(time.Now())
 		time.Sleep(d)

@@ -46,6 +46,15 @@ var shapes = map[string][]func(Step) bool{
 		func(s Step) bool { return s.Op == OpSObservedGen },
 		func(s Step) bool { return s.Op == OpOriaStart || s.Op == OpAdminToggleLabel },
 	},
+	// A leader change across a window end: an admin grant open now and
+	// ending soon (9 to 14 s), then a leader change (it kills the leader
+	// just before that end).
+	"leaderend": {
+		func(s Step) bool {
+			return s.Op == OpAdminGrant && s.D%len(windowChoices) == 2
+		},
+		func(s Step) bool { return s.Op == OpLeaderChange },
+	},
 	// N binds an admin's gated grant of the extension's API with a plain
 	// RoleBinding while the gate is empty (Kubernetes' escalation check
 	// passes: an empty role grants nothing), no guard involved.

@@ -102,7 +102,7 @@ func TestExploreSequences(t *testing.T) {
 	t.Logf("exploring for %s from seed %d", d, base)
 	ctx := context.Background()
 	deadline := time.Now().Add(d)
-	var seqs, steps int
+	var seqs, steps, leaders int
 	var failed []*Result
 	began := time.Now()
 	for i := uint64(0); time.Now().Before(deadline); i++ {
@@ -112,18 +112,20 @@ func TestExploreSequences(t *testing.T) {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 		seqs, steps = seqs+1, steps+res.Ran
+		lc := leaderChanges(res.Seq[:res.Ran])
+		leaders += lc
 		if res.Failed() || os.Getenv(envVerbose) != "" {
 			t.Log(res)
 		} else {
-			t.Logf("seed %d: %d steps, %s, no violation", seed, res.Ran, res.Duration.Round(100*time.Millisecond))
+			t.Logf("seed %d: %d steps (%d leader changes), %s, no violation", seed, res.Ran, lc, res.Duration.Round(100*time.Millisecond))
 		}
 		if res.Failed() {
 			failed = append(failed, res)
 		}
 	}
 	explored := time.Since(began)
-	t.Logf("explored %d sequences, %d steps in %s (%.1f sequences and %.1f steps a minute), %d violating",
-		seqs, steps, explored.Round(time.Second), float64(seqs)/explored.Minutes(), float64(steps)/explored.Minutes(), len(failed))
+	t.Logf("explored %d sequences, %d steps (%d leader changes) in %s (%.1f sequences and %.1f steps a minute), %d violating",
+		seqs, steps, leaders, explored.Round(time.Second), float64(seqs)/explored.Minutes(), float64(steps)/explored.Minutes(), len(failed))
 	// Shrink the first failure of each kind (the same probes violated),
 	// within one budget for all.
 	budget := shrinkBudget(10 * time.Minute)
@@ -139,6 +141,17 @@ func TestExploreSequences(t *testing.T) {
 		t.Error(report(t, res, min(budget, 4*time.Minute)))
 		budget -= time.Since(start)
 	}
+}
+
+// leaderChanges counts the leader changes of seq.
+func leaderChanges(seq Sequence) int {
+	n := 0
+	for _, s := range seq {
+		if s.Op == OpLeaderChange {
+			n++
+		}
+	}
+	return n
 }
 
 // signature is what kind of failure a run found: its violated probes,

@@ -38,6 +38,12 @@ const (
 	OpOriaStop
 	OpOriaStart
 	OpSleep // until just past the next window edge (at most 15 s)
+	// OpLeaderChange: the leading oria replica is killed (SIGKILL) just
+	// before the next window instant, the standby takes over, the killed
+	// one comes back as the new standby. Last, with no weight: the
+	// generator makes it from a stop (gen.go), so that adding it left
+	// every other draw of every seed as it was.
+	OpLeaderChange
 	numOps
 )
 
@@ -138,6 +144,8 @@ func (s Step) String() string {
 		return "oria: start"
 	case OpSleep:
 		return "time: sleep past the next window edge"
+	case OpLeaderChange:
+		return "oria: leader change (the leader killed before the next window instant, the standby takes over)"
 	}
 	return fmt.Sprintf("op %d", s.Op)
 }

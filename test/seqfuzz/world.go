@@ -34,6 +34,20 @@ type World struct {
 	// roles are ClusterRoles the personas made (removed at clean-up).
 	roles []string
 	seq   int
+	// stepViolations are what a step's own checks found (a leader
+	// change's), taken by the runner after the step.
+	stepViolations []Violation
+}
+
+// takeViolations returns the violations the last step found, as seen after
+// step (1-based), and forgets them.
+func (w *World) takeViolations(step int) []Violation {
+	v := w.stepViolations
+	w.stepViolations = nil
+	for i := range v {
+		v[i].Step = step
+	}
+	return v
 }
 
 // grantRef is an admin grant: a ScopeInstance (with its template) or an
