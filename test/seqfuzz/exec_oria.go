@@ -26,8 +26,12 @@ const aimAhead = 15 * time.Second
 // standbyBound is how soon after expiresAt a window's access must end while
 // no replica leads: the standby looks StandbyGrace (0.3 s) after it; the
 // rest is the oracle's slack on a loaded machine (test/e2e's
-// TestExpiryWhileLeaderKilledStandbyRevokes measures 1 s).
-const standbyBound = 2 * time.Second
+// TestExpiryWhileLeaderKilledStandbyRevokes measures 1 s). It stays well
+// below the takeover, so that the check is made at all: the Lease (4 s)
+// outlives the killed leader's last renewal (at most 0.5 s before the
+// kill, which is 0.2 s before the instant), so no replica leads until 3.3 s
+// after the instant at the earliest.
+const standbyBound = 2500 * time.Millisecond
 
 func (w *World) leaderChange(ctx context.Context, m *Model) string {
 	if !w.env.Oria.Running() { // no leader to kill: the sleep it may stand for
