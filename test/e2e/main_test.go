@@ -117,6 +117,21 @@ func setupOria() (func(int), error) {
 	}, nil
 }
 
+// runsBeside marks t as one that runs beside the other parallel tests of the
+// suite: Go runs every serial test first, then these, at most -parallel
+// (GOMAXPROCS, here 2) at a time, so that their waits (oria's recheck, a
+// namespace's deletion) overlap. Only for a test that waits long and
+// shares nothing with another parallel test: names of its own (the samples'
+// fixed names only in TestEachSampleAlone), no restart of oria, no
+// assertion on the whole cluster, oria's metrics or its log, and no bound
+// of a second or two on oria's latency (a parallel test's load would
+// stretch it).
+func runsBeside(t *testing.T) {
+	t.Helper()
+	testutil.NeedCluster(t)
+	t.Parallel()
+}
+
 // startOria starts the oria binary with oriaArgs and the flags that make it
 // serve the cluster's escalation guard.
 func startOria(ctx context.Context) (*oriaproc.Process, error) {
