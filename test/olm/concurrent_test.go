@@ -130,3 +130,42 @@ func okOrFail(code int) string {
 	}
 	return "FAIL"
 }
+
+// TestReleaseRunResult: a release's process that fails fails the suite,
+// and its output is passed on whole.
+func TestReleaseRunResult(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		code   int
+		result string
+	}{
+		{"echo ran; exit 0", 0, "=== olm suite: ok v9.9.9 in"},
+		{"echo ran; exit 3", 3, "=== olm suite: FAIL v9.9.9 in"},
+	} {
+		out, err := os.CreateTemp(t.TempDir(), "out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &releaseRun{version: "v9.9.9", start: time.Now(), out: out, cmd: exec.Command("sh", "-c", c.script)}
+		r.cmd.Stdout, r.cmd.Stderr = out, out
+		r.err = r.cmd.Start()
+		var got strings.Builder
+		code, result := r.wait(&got)
+		if code != c.code || !strings.HasPrefix(result, c.result) || got.String() != "ran\n" {
+			t.Errorf("%q: code %d, result %q, output %q; want %d, %q..., \"ran\\n\"", c.script, code, result, got.String(), c.code, c.result)
+		}
+	}
+	if code, _ := (&releaseRun{version: "v9.9.9", start: time.Now(), err: os.ErrNotExist}).wait(io.Discard); code == 0 {
+		t.Error("a release whose process did not start passed")
+	}
+}
+
+// TestChildArgs: a release's process gets the test flags but not the
+// files that go test reads back from the first.
+func TestChildArgs(t *testing.T) {
+	got := childArgs([]string{"-test.v=true", "-test.testlogfile=/tmp/x", "-test.run=TestLegacy", "-test.coverprofile=/tmp/c", "-test.timeout=30m"})
+	want := []string{"-test.v=true", "-test.run=TestLegacy", "-test.timeout=30m"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("childArgs = %q, want %q", got, want)
+	}
+}
