@@ -27,7 +27,7 @@ import (
 // admin grants the ceiling secrets there, the binding comes back, within
 // oria's recheck, with no other change.
 func TestCeilingHoldsForTheLifeOfABinding(t *testing.T) {
-	testutil.NeedCluster(t)
+	runsBeside(t)
 	ctx := context.Background()
 	saNS, ns := createNamespace(t, "ceiling-sa", nil), createNamespace(t, "ceiling", nil)
 	pods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}

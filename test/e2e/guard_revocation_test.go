@@ -172,7 +172,7 @@ func TestHeldRulesAreNeverBoundAnew(t *testing.T) {
 // guard admits for the new namespace; D's write of the window alone, which
 // the guard admits unchecked, moves no pin (issue 38, case 3).
 func TestRecreatedNamespaceIsNotRebound(t *testing.T) {
-	testutil.NeedCluster(t)
+	runsBeside(t)
 	ctx := context.Background()
 	user, as := delegate(t, "phoenix")
 	phoenix := createNamespace(t, "phoenix", nil)

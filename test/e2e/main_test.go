@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,7 @@ func TestMain(m *testing.M) {
 	// through it.
 	opts := localcluster.Options{ControllerManager: true, Webhook: true}
 	flag.Parse() // for testing.Short: with -short there is no control plane, and no log to keep
+	besideEachOther()
 	if !testing.Short() && os.Getenv("ORIA_TEST_VERBOSE") == "" {
 		if f, err := os.CreateTemp("", "oria-e2e-kcm-*.log"); err == nil {
 			kcmLog, opts.Log = f, f
@@ -115,6 +117,35 @@ func setupOria() (func(int), error) {
 			_ = os.Remove(kcmLog.Name()) // kube-controller-manager stops after this
 		}
 	}, nil
+}
+
+// runsBeside marks t as one that runs beside the other parallel tests of the
+// suite: Go runs every serial test first, then these, at most -parallel
+// (parallelTests unless given) at a time, so that their waits (oria's
+// recheck, a namespace's deletion) overlap. Only for a test that waits long
+// and shares nothing with another parallel test: names of its own (the
+// samples' fixed names only in TestEachSampleAlone), no restart of oria, no
+// assertion on the whole cluster, oria's metrics or its log, and no bound of
+// a second or two on oria's latency (a parallel test's load would stretch
+// it).
+func runsBeside(t *testing.T) {
+	t.Helper()
+	testutil.NeedCluster(t)
+	t.Parallel()
+}
+
+// parallelTests is how many runsBeside tests run at once unless -parallel
+// says otherwise: all of them (GOMAXPROCS, the default, is 2 here, and the
+// longest, TestEachSampleAlone, would then wait for a slot).
+const parallelTests = 4
+
+// besideEachOther sets -parallel to parallelTests unless it was given.
+func besideEachOther() {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(parallelTests))
+	}
 }
 
 // startOria starts the oria binary with oriaArgs and the flags that make it

@@ -41,7 +41,7 @@ type sampleCase struct {
 // removes both and waits until they are gone. A sample added without a
 // case here fails the test.
 func TestEachSampleAlone(t *testing.T) {
-	testutil.NeedCluster(t)
+	runsBeside(t)
 	files, err := filepath.Glob(filepath.Join(localcluster.RepoRoot(), "config", "samples", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)

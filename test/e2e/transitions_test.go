@@ -53,7 +53,7 @@ func eventuallyWarnings(t *testing.T, kind, name string, want map[string]int32) 
 // kind shows one Warning per transition into a not-Ready reason, none while
 // nothing changes or once Ready, and no Normal event twice.
 func TestWarningEventsEndToEnd(t *testing.T) {
-	testutil.NeedCluster(t)
+	runsBeside(t)
 	ns := createNamespace(t, "warn", nil)
 	missing := testutil.UniqueName("warn-later")
 	tmpl := testutil.ScopeTemplate(testutil.UniqueName("warn"), []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("warn-user"))

@@ -78,6 +78,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "OLM v1 binaries: %v\n", err)
 		os.Exit(1)
 	}
+	if concurrently(releases) {
+		os.Exit(runConcurrently(m, releases))
+	}
 	// The whole suite once per release (testing.M.Run may run more than
 	// once: go.dev/issue/23129); the exit code is the first failure's.
 	code := 0
