@@ -40,7 +40,10 @@ type plan struct {
 	now    time.Time
 	window binding.Window
 	phase  binding.Phase
-	pins   map[string]string
+	// priority is the priority of the requeue at the window's next
+	// instant (instantPriority).
+	priority int
+	pins     map[string]string
 	// pinnedFor is what pins are recorded under (status.pinnedFor,
 	// binding.PinKey).
 	pinnedFor string

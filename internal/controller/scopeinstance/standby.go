@@ -46,7 +46,7 @@ import (
 // already gone, or replaced, counts as deleted). It judges the window by
 // its own clock, as compiled (whole seconds): a replica whose clock runs
 // ahead revokes that much early, which fails closed. The leader does not
-// run it (its controller revokes at the instant, exactly, turn.go), nor
+// run it (its controller revokes at the instant, exactly: Requeue), nor
 // does a replica once it leads.
 
 // StandbyGrace is how long after a window closes a standby replica looks

@@ -42,35 +42,33 @@ const (
 	EventAccessExpired = "AccessExpired"
 )
 
-func (r *Reconciler) now() time.Time { return r.opts.Now() }
+// Now is the clock the windows are judged by (reconciler.Clock: the
+// requeue at a window's instant is measured by it too).
+func (r *Reconciler) Now() time.Time { return r.opts.Now() }
+
+// binds reports whether a reconcile of spec at phase gathers everything
+// and binds: inside the window, or, for a gated instance, before it (its
+// bindings are made then, to its empty gate: gate.go).
+func binds(spec oriav1alpha1.ScopeInstanceSpec, phase binding.Phase) bool {
+	return phase == binding.WindowOpen || (phase == binding.WindowPending && binding.Gated(spec))
+}
 
 // Gather judges the instance's window at this instant, then reads what the
-// reconcile needs: inside the window everything (gather), a fan-out with a
-// bind slot of its turn (turn.go); outside it only the bindings to delete
-// (closedPlan), at once. It notes in the turn the window's next instant,
-// for an exact requeue.
+// reconcile needs: when it binds everything (gather), otherwise only the
+// bindings to delete (closedPlan).
 func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, error) {
-	now := r.now()
+	now := r.Now()
 	w := binding.InstanceWindow(si.Spec)
 	phase, _ := w.At(now)
 	var p *plan
 	var err error
-	// A gated instance binds its empty gate before its window (gate.go).
-	if phase == binding.WindowOpen || (phase == binding.WindowPending && binding.Gated(si.Spec)) {
-		if fanout(si.Spec) {
-			if err := turnFrom(ctx).bind(ctx); err != nil {
-				return nil, err
-			}
-		}
+	if binds(si.Spec, phase) {
 		p, err = r.gather(ctx, si, phase == binding.WindowOpen)
 	} else {
 		p, err = r.closedPlan(ctx, si, phase)
 	}
 	if p != nil {
-		p.now, p.window, p.phase = now, w, phase
-		if at, change := r.windowInstant(p); change {
-			turnFrom(ctx).requeueAt(at, instantPriority(si.Spec))
-		}
+		p.now, p.window, p.phase, p.priority = now, w, phase, instantPriority(si.Spec)
 	}
 	return p, err
 }
@@ -88,7 +86,7 @@ func instantPriority(spec oriav1alpha1.ScopeInstanceSpec) int {
 	if binding.Gated(spec) {
 		return 3
 	}
-	if fanout(spec) {
+	if binding.FanOut(spec) {
 		return 1
 	}
 	return 2
@@ -138,10 +136,10 @@ func (r *Reconciler) writeClosed(ctx context.Context, si *oriav1alpha1.ScopeInst
 		emptied = r.emptyGates(ctx, []*rbacv1.ClusterRole{g.cur})
 		if len(emptied) > 0 && len(engine.Summarize(emptied).Errors) == 0 {
 			// The grant ended with that write. Its bindings, which grant
-			// nothing now, are deleted by the next reconcile, at routine
-			// priority: after the other grants' work at the same instant.
-			turnFrom(ctx).requeueAt(r.now(), 0)
-			res := result{summary: engine.Summarize(emptied), emptied: g.cur.Name, left: len(p.revoke.rbs) + len(p.revoke.crbs)}
+			// nothing now, are deleted by the next reconcile (again), at
+			// routine priority: after the other grants' work at the same
+			// instant.
+			res := result{summary: engine.Summarize(emptied), emptied: g.cur.Name, left: len(p.revoke.rbs) + len(p.revoke.crbs), again: true}
 			res.published = r.publisher().Publish(ctx, si, false, nil, false)
 			r.recordWindow(ctx, si, p, res)
 			return res, res.err()
@@ -205,33 +203,22 @@ func windowNote(p *plan) string {
 	return note + ", " + p.window.Describe(p.now)
 }
 
-// windowRequeue returns when to look again for the window's sake
-// (windowInstant), measured from now (not from when the plan was made); 0
-// when nothing lies ahead.
-func (r *Reconciler) windowRequeue(p *plan) time.Duration {
-	at, _ := r.windowInstant(p)
-	if at.IsZero() {
-		return 0
-	}
-	// At least a millisecond: an instant already passed is looked at at once.
-	return max(at.Sub(r.now()), time.Millisecond)
-}
-
-// windowInstant returns the instant to look again for the window's sake:
-// the next instant that changes its phase (change), or the expiry warning
+// windowInstant returns the instant to look again at for the window's
+// sake, with that requeue's priority: the next instant that changes its
+// phase (instantPriority), or, at routine priority, the expiry warning
 // before expiresAt; zero when nothing lies ahead.
-func (r *Reconciler) windowInstant(p *plan) (at time.Time, change bool) {
+func (r *Reconciler) windowInstant(p *plan) (at time.Time, priority int) {
 	if p == nil || !p.window.Bounded() {
-		return time.Time{}, false
+		return time.Time{}, 0
 	}
 	phase, next := p.window.At(p.now)
 	if next == 0 {
-		return time.Time{}, false
+		return time.Time{}, 0
 	}
 	if lead := r.opts.ExpiryWarning; phase == binding.WindowOpen && lead > 0 {
 		if warn := next - lead; warn > 0 {
-			return p.now.Add(warn), false
+			return p.now.Add(warn), 0
 		}
 	}
-	return p.now.Add(next), true
+	return p.now.Add(next), p.priority
 }

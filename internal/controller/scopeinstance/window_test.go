@@ -111,37 +111,3 @@ func TestWindowEvent(t *testing.T) {
 		})
 	}
 }
-
-// TestWindowRequeue: a time-bound instance looks again at the next instant
-// of its window (the expiry warning first), never by polling.
-func TestWindowRequeue(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		w    binding.Window
-		lead time.Duration
-		want time.Duration
-	}{
-		{"no window: never", binding.Window{}, 15 * time.Minute, 0},
-		{"pending: at notBefore", binding.Window{NotBefore: at(time.Hour)}, 15 * time.Minute, time.Hour},
-		{"open: at the warning first", binding.Window{ExpiresAt: at(time.Hour)}, 15 * time.Minute, 45 * time.Minute},
-		{"open, within the warning: at expiresAt", binding.Window{ExpiresAt: at(10 * time.Minute)}, 15 * time.Minute, 10 * time.Minute},
-		{"open, no warning: at expiresAt", binding.Window{ExpiresAt: at(time.Hour)}, 0, time.Hour},
-		{"open, no end: never", binding.Window{NotBefore: at(-time.Hour)}, 15 * time.Minute, 0},
-		{"expired: never again", binding.Window{ExpiresAt: at(-time.Second)}, 15 * time.Minute, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := newReconciler(Deps{}, Options{ExpiryWarning: tc.lead, Now: func() time.Time { return t0 }})
-			phase, _ := tc.w.At(t0)
-			if got := r.windowRequeue(&plan{now: t0, window: tc.w, phase: phase}); got != tc.want {
-				t.Errorf("windowRequeue = %v, want %v", got, tc.want)
-			}
-		})
-	}
-	// Measured from now, not from when the plan was made; an instant
-	// already passed is looked at at once.
-	r := newReconciler(Deps{}, Options{Now: func() time.Time { return t0.Add(2 * time.Second) }})
-	w := binding.Window{ExpiresAt: at(time.Second)}
-	if got := r.windowRequeue(&plan{now: t0, window: w}); got != time.Millisecond {
-		t.Errorf("windowRequeue past the instant = %v, want 1ms", got)
-	}
-}

@@ -74,6 +74,9 @@ type result struct {
 	// gateless: the instance's gate could not be created, so nothing was
 	// bound (gateMissing).
 	gateless bool
+	// again: look again at once (the gate was emptied at the expiry, its
+	// bindings are deleted next).
+	again bool
 }
 
 // refused reports whether the ServiceAccount may not write some bindings.
