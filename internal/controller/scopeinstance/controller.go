@@ -80,15 +80,6 @@ import (
 	"github.com/operator-framework/oria/internal/watch"
 )
 
-// Event reasons.
-const (
-	EventBindingsCreated  = "BindingsCreated"
-	EventBindingsUpdated  = "BindingsUpdated"
-	EventBindingsReplaced = "BindingsReplaced"
-	EventBindingsDeleted  = "BindingsDeleted"
-	EventConflict         = "Conflict"
-)
-
 // ControllerName names the controller in logs and metrics; RecorderName is
 // the reporting controller of its Events.
 const (
@@ -369,30 +360,6 @@ func (r *Reconciler) New() *oriav1alpha1.ScopeInstance { return &oriav1alpha1.Sc
 // revocation never waits on a finalizer.
 func (r *Reconciler) Deleting(ctx context.Context, si *oriav1alpha1.ScopeInstance) error {
 	return r.Cleanup(ctx, si.Name)
-}
-
-// Write carries out the plan. Outside its window the instance only
-// deletes (writeClosed, window.go), whatever else is wrong with it. A spec
-// error writes nothing but revokes the bindings its current spec no longer
-// allows and those its ServiceAccount no longer vouches for
-// (revokeFrozen, ceiling.go). Otherwise write (write.go) binds.
-func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
-	switch {
-	case p.phase != binding.WindowOpen && p.bind == nil && p.revoke.specErr == nil:
-		r.latency.Abandon(si.Name)
-		return r.writeClosed(ctx, si, p)
-	case p.revoke != nil:
-		r.latency.Abandon(si.Name)
-		return r.revokeFrozen(ctx, si, p.revoke), nil
-	}
-	res, err := r.write(ctx, si, p.bind)
-	if err != nil {
-		return res, err
-	}
-	if !res.gateless {
-		r.recordWindow(ctx, si, p, res)
-	}
-	return res, res.err()
 }
 
 // Status sets the instance's status (computeStatus).

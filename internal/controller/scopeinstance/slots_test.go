@@ -22,7 +22,7 @@ func TestRequeueInstant(t *testing.T) {
 	small := oriav1alpha1.ScopeInstanceSpec{Namespaces: []string{"a"}}
 	selector := oriav1alpha1.ScopeInstanceSpec{NamespaceSelector: &metav1.LabelSelector{}}
 	gated := oriav1alpha1.ScopeInstanceSpec{NamespaceSelector: &metav1.LabelSelector{}, ExpiresAt: at(time.Minute)}
-	open := func(w binding.Window) *plan { return &plan{now: t0, window: w, bind: &bindPlan{}} }
+	open := func(w binding.Window) *plan { return &plan{now: t0, window: w} }
 	for _, tc := range []struct {
 		name string
 		p    *plan

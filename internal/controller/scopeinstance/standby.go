@@ -238,10 +238,11 @@ func (s *Standby) revoke(ctx context.Context, name string) (again bool, err erro
 // this instance's) and bindings as the cache shows them.
 func (s *Standby) cached(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*rbacv1.ClusterRole, []*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
 	r := &Reconciler{Deps: s.deps}
-	rbs, crbs, err := r.existingBindings(si.Name)
+	existing, err := r.existingBindings(si.Name)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	rbs, crbs := existing.rbs, existing.crbs
 	gate := &rbacv1.ClusterRole{}
 	err = s.deps.Client.Get(ctx, types.NamespacedName{Name: binding.GateName(si.Name, string(si.UID))}, gate)
 	if apierrors.IsNotFound(err) || (err == nil && !ownership.ControlledByUID(gate, si.UID)) {

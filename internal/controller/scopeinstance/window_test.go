@@ -21,7 +21,7 @@ func at(d time.Duration) *metav1.Time { return &metav1.Time{Time: t0.Add(d)} }
 // closed is the plan of an instance outside its window at t0.
 func closed(w binding.Window, cluster bool) *plan {
 	phase, _ := w.At(t0)
-	return &plan{now: t0, window: w, phase: phase, pins: map[string]string{"a": "uid-a"}, revoke: &revokePlan{cluster: cluster}}
+	return &plan{now: t0, window: w, phase: phase, pins: map[string]string{"a": "uid-a"}, action: revokeAll, cluster: cluster}
 }
 
 // TestComputeStatusWindow: outside its window an instance reports Pending
@@ -62,7 +62,7 @@ func TestComputeStatusWindow(t *testing.T) {
 			Conditions: cond(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, "deleting RoleBinding a/x: boom")},
 	}, {
 		name: "open: Bound, with its end (an instant)",
-		p:    &plan{now: t0, window: binding.Window{ExpiresAt: at(3 * time.Hour)}, phase: binding.WindowOpen, bind: &bindPlan{roles: []string{"view"}, template: &oriav1alpha1.ScopeTemplate{}, targets: binding.Targets{Namespaces: []string{"a"}}}},
+		p:    &plan{now: t0, window: binding.Window{ExpiresAt: at(3 * time.Hour)}, phase: binding.WindowOpen, roles: []string{"view"}, template: &oriav1alpha1.ScopeTemplate{}, targets: binding.Targets{Namespaces: []string{"a"}}},
 		res:  result{bound: []string{"a"}},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 3, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 1 namespace(s), until 2025-06-06T15:00:00Z")},

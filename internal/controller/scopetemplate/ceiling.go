@@ -22,7 +22,7 @@ import (
 )
 
 // A ceiling holds for the life of a binding: the bindings of a ScopeInstance
-// with a serviceAccount were written as that ServiceAccount, which vouched
+// with a serviceAccount were written as that ServiceAccount, which allowed
 // for the rules their role had then, and each records their hash
 // (AnnotationCeilingRules). New rules for an inline role are therefore held
 // back, the role keeping its previous rules, while a binding of it by such
