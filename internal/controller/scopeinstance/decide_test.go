@@ -42,7 +42,7 @@ func decidedOf(p *plan) decided {
 func bindingKeys(s bindingSet) []string {
 	var out []string
 	for _, b := range s.objects() {
-		out = append(out, b.GetNamespace()+">"+roleOf(b))
+		out = append(out, b.GetNamespace()+">"+boundRole(b))
 	}
 	return out
 }

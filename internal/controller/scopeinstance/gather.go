@@ -113,7 +113,7 @@ func (r *Reconciler) gatherSpec(ctx context.Context, g *gathered) error {
 		// name, from the API server (oria's cache holds only oria's).
 		asked := others
 		for _, b := range g.existing.objects() {
-			asked = append(asked, roleOf(b))
+			asked = append(asked, boundRole(b))
 		}
 		if g.ceilings, err = r.ceilingValues(ctx, asked, inline); err != nil {
 			return err
@@ -122,8 +122,8 @@ func (r *Reconciler) gatherSpec(ctx context.Context, g *gathered) error {
 	return nil
 }
 
-// roleOf returns the ClusterRole a binding binds.
-func roleOf(b client.Object) string {
+// boundRole returns the ClusterRole a binding binds.
+func boundRole(b client.Object) string {
 	switch b := b.(type) {
 	case *rbacv1.RoleBinding:
 		return binding.RoleOfRoleBinding(b)

@@ -8,11 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
@@ -214,36 +212,6 @@ func partialNamespaces(bound []string, ensured []engine.Outcome) int {
 		}
 	}
 	return len(some)
-}
-
-// boundNamespaces returns the target namespaces where every intended
-// binding is in place (ensured: the outcomes of the intended bindings,
-// before any stale one is deleted), sorted. A reconcile computes it once:
-// it is both the published list and status.boundNamespaces.
-func boundNamespaces(instance string, p *plan, ensured engine.Summary) []string {
-	if p.targets.Cluster {
-		return nil
-	}
-	existing := engine.ByKey(p.existing.rbs)
-	var out []string
-	for _, ns := range p.targets.Namespaces {
-		if ensured.Bad[ns] || ensured.Skipped[ns] || !pendingBound(instance, ns, p.pending, existing) || !pendingBound(instance, ns, p.ahead, existing) {
-			continue
-		}
-		out = append(out, ns)
-	}
-	return out
-}
-
-// pendingBound reports whether the bindings of the pending roles exist in
-// ns (kept from before), so that ns is still fully bound.
-func pendingBound(instance, ns string, pending []string, existing map[types.NamespacedName]*rbacv1.RoleBinding) bool {
-	for _, role := range pending {
-		if _, ok := existing[types.NamespacedName{Namespace: ns, Name: binding.BindingName(instance, role)}]; !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // errorList joins the first max errors' messages.

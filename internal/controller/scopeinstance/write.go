@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/publisher"
@@ -232,4 +236,34 @@ func (r *Reconciler) writerFor(si *oriav1alpha1.ScopeInstance) (*engine.Writer, 
 		w.Client, w.Ceiling = c, true
 	}
 	return w, nil
+}
+
+// boundNamespaces returns the target namespaces where every intended
+// binding is in place (ensured: the outcomes of the intended bindings,
+// before any stale one is deleted), sorted. A reconcile computes it once:
+// it is both the published list and status.boundNamespaces.
+func boundNamespaces(instance string, p *plan, ensured engine.Summary) []string {
+	if p.targets.Cluster {
+		return nil
+	}
+	existing := engine.ByKey(p.existing.rbs)
+	var out []string
+	for _, ns := range p.targets.Namespaces {
+		if ensured.Bad[ns] || ensured.Skipped[ns] || !pendingBound(instance, ns, p.pending, existing) || !pendingBound(instance, ns, p.ahead, existing) {
+			continue
+		}
+		out = append(out, ns)
+	}
+	return out
+}
+
+// pendingBound reports whether the bindings of the pending roles exist in
+// ns (kept from before), so that ns is still fully bound.
+func pendingBound(instance, ns string, pending []string, existing map[types.NamespacedName]*rbacv1.RoleBinding) bool {
+	for _, role := range pending {
+		if _, ok := existing[types.NamespacedName{Namespace: ns, Name: binding.BindingName(instance, role)}]; !ok {
+			return false
+		}
+	}
+	return true
 }
