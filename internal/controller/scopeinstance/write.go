@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -138,6 +139,88 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	res.conflicts = conflicts(p, res.summary)
 	r.recordWrites(ctx, si, p, res, ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs)
 	return res, res.err()
+}
+
+// gateKind writes gates.
+var gateKind = engine.GateRoleKind()
+
+// writeGateFirst writes the gate when it goes before the bindings
+// (gateCreate, gateNarrow; gateEnd: emptied), and returns the outcome.
+func (r *Reconciler) writeGateFirst(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) []engine.Outcome {
+	switch p.gate.op {
+	case gateCreate, gateNarrow:
+		return r.writeGate(ctx, si, p.gate)
+	case gateEnd:
+		return r.emptyGates(ctx, []*rbacv1.ClusterRole{p.gate.cur})
+	}
+	return nil
+}
+
+// writeGate writes g.want, and returns the outcome.
+func (r *Reconciler) writeGate(ctx context.Context, si *oriav1alpha1.ScopeInstance, g gatePlan) []engine.Outcome {
+	cached := map[types.NamespacedName]*rbacv1.ClusterRole{}
+	if g.cur != nil {
+		cached[engine.Key(g.cur)] = g.cur
+	}
+	owns := func(o client.Object) bool { return ownership.ControlledByUID(o, si.UID) }
+	return engine.Ensure(ctx, r.writer(), gateKind, owns, []*rbacv1.ClusterRole{g.want}, cached)
+}
+
+// holdGate makes each of rbs that names the instance's gate block the
+// gate's deletion (binding.HoldGate), by its UID: the cached gate's, or,
+// when it was created (or replaced) just now, the API server's.
+func (r *Reconciler) holdGate(ctx context.Context, si *oriav1alpha1.ScopeInstance, g gatePlan, rbs []*rbacv1.RoleBinding) error {
+	if !g.wanted() || len(rbs) == 0 {
+		return nil
+	}
+	uid := types.UID("")
+	if g.cur != nil && g.cur.DeletionTimestamp.IsZero() {
+		uid = g.cur.UID
+	} else {
+		live := &rbacv1.ClusterRole{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Name: g.want.Name}, live)
+		switch {
+		case apierrors.IsNotFound(err):
+			// Not created (a conflict, reported), or gone again: the next
+			// reconcile creates it, and then its bindings.
+			return fmt.Errorf("the gate %q of this time-bound grant does not exist yet", g.want.Name)
+		case err != nil:
+			return fmt.Errorf("reading the gate %q: %w", g.want.Name, err)
+		case !ownership.ControlledByUID(live, si.UID):
+			return fmt.Errorf("ClusterRole %q, the gate of this time-bound grant, was not created by oria for this instance", g.want.Name)
+		}
+		uid = live.UID
+	}
+	binding.HoldGate(rbs, binding.GateHold(g.want.Name, uid))
+	return nil
+}
+
+// emptyGates removes the rules of gates (oria's, as the cache shows them)
+// that have any, so that their bindings grant nothing before they go.
+func (r *Reconciler) emptyGates(ctx context.Context, gates []*rbacv1.ClusterRole) []engine.Outcome {
+	return engine.EmptyGates(ctx, r.writer(), gates)
+}
+
+// gateMissing is the result of a reconcile whose gate could not be
+// created (g: that write): nothing else is written; a conflict is
+// reported as such, an error retried.
+func (r *Reconciler) gateMissing(si *oriav1alpha1.ScopeInstance, g engine.Summary) result {
+	res := result{summary: g, gateless: true}
+	for _, c := range g.Conflicts {
+		res.conflicts = append(res.conflicts, c.Error())
+	}
+	r.recordEvents(si, nil, nil, nil, nil, res.conflicts)
+	return res
+}
+
+// deleteGate deletes a gate that is no longer wanted, once its bindings
+// are deleted (deleted: those deletions): a binding is never left to a
+// name no role holds.
+func (r *Reconciler) deleteGate(ctx context.Context, g gatePlan, deleted []engine.Outcome) []engine.Outcome {
+	if (g.op != gateEnd && g.op != gateDelete) || len(engine.Summarize(deleted).Errors) > 0 {
+		return nil
+	}
+	return engine.Delete(ctx, r.writer(), gateKind.Name, []*rbacv1.ClusterRole{g.cur})
 }
 
 // bind writes the wanted bindings of a bindAll plan, after the ceiling
