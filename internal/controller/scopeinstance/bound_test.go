@@ -51,7 +51,7 @@ func TestPublishedIsBound(t *testing.T) {
 		},
 	}).Build()
 	r := newReconciler(Deps{Base: reconciler.Base{Client: c, APIReader: c, Recorder: &events.FakeRecorder{}, Engine: engine.New(engine.Unobserved), Memo: engine.NewMemo()}}, Options{})
-	p := &plan{template: tmpl, roles: []string{"view"}, targets: binding.Targets{Namespaces: []string{"a", "b"}}, want: bindingSet{rbs: binding.RoleBindings(si, tmpl.Name, []string{"view"}, nil, []string{"a", "b"})}, existing: bindingSet{rbs: []*rbacv1.RoleBinding{stale}}, revoke: bindingSet{rbs: []*rbacv1.RoleBinding{stale}}}
+	p := &plan{template: tmpl, roles: []string{"view"}, targets: binding.Targets{Namespaces: []string{"a", "b"}}, want: binding.Set{RoleBindings: binding.RoleBindings(si, tmpl.Name, []string{"view"}, nil, []string{"a", "b"})}, existing: binding.Set{RoleBindings: []*rbacv1.RoleBinding{stale}}, revoke: binding.Set{RoleBindings: []*rbacv1.RoleBinding{stale}}}
 
 	res, err := r.Write(context.Background(), si, p)
 	require.Error(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -88,19 +89,18 @@ func newCeiling(sa oriav1alpha1.ServiceAccountReference, t *oriav1alpha1.ScopeTe
 func (c *ceiling) annotate(p *plan) {
 	ann := binding.CeilingAnnotations(c.values)
 	covered := map[types.NamespacedName]bool{}
-	for _, b := range p.want.rbs {
+	for _, b := range p.want.RoleBindings {
 		b.Annotations = ann[b.RoleRef.Name]
 		covered[engine.Key(b)] = true
 	}
-	for _, b := range p.want.crbs {
+	for _, b := range p.want.ClusterRoleBindings {
 		b.Annotations = ann[b.RoleRef.Name]
 		covered[engine.Key(b)] = true
 	}
-	for _, b := range p.revoke.objects() {
-		covered[engine.Key(b)] = true
-	}
-	p.revoke.rbs = append(p.revoke.rbs, binding.BeyondCeiling(p.existing.rbs, covered, c.values, binding.RoleOfRoleBinding)...)
-	p.revoke.crbs = append(p.revoke.crbs, binding.BeyondCeiling(p.existing.crbs, covered, c.values, binding.RoleOfClusterRoleBinding)...)
+	maps.Copy(covered, p.revoke.Keys())
+	beyond := p.existing.BeyondCeiling(covered, c.values)
+	p.revoke.RoleBindings = append(p.revoke.RoleBindings, beyond.RoleBindings...)
+	p.revoke.ClusterRoleBindings = append(p.revoke.ClusterRoleBindings, beyond.ClusterRoleBindings...)
 }
 
 // identity is the ServiceAccount as the API server knows it when oria
@@ -112,19 +112,19 @@ func (c *ceiling) identity() subjects.Identity {
 // answer is the ServiceAccount's answer about the bindings of roles
 // ahead of what they grant now.
 type answer struct {
-	allowed bindingSet
+	allowed binding.Set
 	// refusedRBs and refusedCRBs are the Forbidden outcomes of the
 	// bindings it refused.
 	refusedRBs, refusedCRBs []engine.Outcome
 	// drop are existing bindings it refused: deleted.
-	drop bindingSet
+	drop binding.Set
 }
 
 // askCeiling asks the ServiceAccount whether it may grant the template's
 // rules of the roles ahead where the wanted bindings grant them, for each
 // binding not already recording them, and returns the bindings to write.
 func (r *Reconciler) askCeiling(ctx context.Context, c *ceiling, p *plan, rbs map[types.NamespacedName]*rbacv1.RoleBinding, crbs map[types.NamespacedName]*rbacv1.ClusterRoleBinding) (answer, error) {
-	grants := append(ask(c, p.want.rbs, rbs, binding.RoleOfRoleBinding), ask(c, p.want.crbs, crbs, binding.RoleOfClusterRoleBinding)...)
+	grants := append(ask(c, p.want.RoleBindings, rbs, binding.RoleOfRoleBinding), ask(c, p.want.ClusterRoleBindings, crbs, binding.RoleOfClusterRoleBinding)...)
 	v := answer{allowed: p.want}
 	if len(grants) == 0 {
 		return v, nil
@@ -139,8 +139,8 @@ func (r *Reconciler) askCeiling(ctx context.Context, c *ceiling, p *plan, rbs ma
 	for _, d := range denials {
 		denied[d.Grant] = d.Message(user.Username) + " (the ScopeTemplate's new rules)"
 	}
-	v.allowed.rbs, v.refusedRBs, v.drop.rbs = split(p.want.rbs, rbs, denied, binding.RoleOfRoleBinding)
-	v.allowed.crbs, v.refusedCRBs, v.drop.crbs = split(p.want.crbs, crbs, denied, binding.RoleOfClusterRoleBinding)
+	v.allowed.RoleBindings, v.refusedRBs, v.drop.RoleBindings = split(p.want.RoleBindings, rbs, denied, binding.RoleOfRoleBinding)
+	v.allowed.ClusterRoleBindings, v.refusedCRBs, v.drop.ClusterRoleBindings = split(p.want.ClusterRoleBindings, crbs, denied, binding.RoleOfClusterRoleBinding)
 	return v, nil
 }
 
@@ -201,7 +201,7 @@ func refusedRewrites[T client.Object](outcomes []engine.Outcome, want []T, exist
 // (ensured: the outcomes of v's bindings). Write deletes them, as oria,
 // right after the writes.
 func (v answer) beyond(ensuredRBs, ensuredCRBs []engine.Outcome,
-	rbs map[types.NamespacedName]*rbacv1.RoleBinding, crbs map[types.NamespacedName]*rbacv1.ClusterRoleBinding) bindingSet {
-	return bindingSet{rbs: append(v.drop.rbs, refusedRewrites(ensuredRBs, v.allowed.rbs, rbs, binding.RoleOfRoleBinding)...),
-		crbs: append(v.drop.crbs, refusedRewrites(ensuredCRBs, v.allowed.crbs, crbs, binding.RoleOfClusterRoleBinding)...)}
+	rbs map[types.NamespacedName]*rbacv1.RoleBinding, crbs map[types.NamespacedName]*rbacv1.ClusterRoleBinding) binding.Set {
+	return binding.Set{RoleBindings: append(v.drop.RoleBindings, refusedRewrites(ensuredRBs, v.allowed.RoleBindings, rbs, binding.RoleOfRoleBinding)...),
+		ClusterRoleBindings: append(v.drop.ClusterRoleBindings, refusedRewrites(ensuredCRBs, v.allowed.ClusterRoleBindings, crbs, binding.RoleOfClusterRoleBinding)...)}
 }

@@ -101,14 +101,14 @@ func TestRefusedRewrites(t *testing.T) {
 
 func TestCeilingAnnotate(t *testing.T) {
 	c := &ceiling{values: map[string]string{"inline": "new", "pending": "p-new"}}
-	p := &plan{want: bindingSet{rbs: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "")}}, existing: bindingSet{rbs: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "old"), ceilingRB("a", "pending", "p-old"), ceilingRB("b", "pending", "p-new"), ceilingRB("z", "gone", "")}}, revoke: bindingSet{rbs: []*rbacv1.RoleBinding{ceilingRB("z", "gone", "")}}}
+	p := &plan{want: binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "")}}, existing: binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "old"), ceilingRB("a", "pending", "p-old"), ceilingRB("b", "pending", "p-new"), ceilingRB("z", "gone", "")}}, revoke: binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("z", "gone", "")}}}
 	c.annotate(p)
-	if d := cmp.Diff([]string{"a/b-inline@new"}, keys(p.want.rbs)); d != "" {
+	if d := cmp.Diff([]string{"a/b-inline@new"}, keys(p.want.RoleBindings)); d != "" {
 		t.Errorf("intended bindings (-want +got):\n%s", d)
 	}
 	// The kept binding of the pending role that records old rules goes;
 	// the stale one is not listed twice.
-	if d := cmp.Diff([]string{"z/b-gone@", "a/b-pending@p-old"}, keys(p.revoke.rbs)); d != "" {
+	if d := cmp.Diff([]string{"z/b-gone@", "a/b-pending@p-old"}, keys(p.revoke.RoleBindings)); d != "" {
 		t.Errorf("stale bindings (-want +got):\n%s", d)
 	}
 }

@@ -41,7 +41,7 @@ type gathered struct {
 	// them (absent: the role does not exist).
 	live map[string][]rbacv1.PolicyRule
 	// existing are the instance's cached bindings.
-	existing bindingSet
+	existing binding.Set
 	// ceilings are the ceiling values (binding.CeilingHash, or
 	// binding.CeilingAbsent) of the roles that are not a valid template's
 	// inline roles, for an instance with a ceiling.
@@ -157,9 +157,9 @@ func decideBind(g gathered, p *plan) {
 	}
 	subj := t.Spec.BindingTemplate.Subjects
 	if p.targets.Cluster {
-		p.want.crbs = binding.ClusterRoleBindings(si, t.Name, p.roles, subj)
+		p.want.ClusterRoleBindings = binding.ClusterRoleBindings(si, t.Name, p.roles, subj)
 	} else {
-		p.want.rbs = binding.RoleBindings(si, t.Name, p.roles, subj, p.targets.Namespaces)
+		p.want.RoleBindings = binding.RoleBindings(si, t.Name, p.roles, subj, p.targets.Namespaces)
 	}
 	switch {
 	case binding.Gated(si.Spec):
@@ -170,8 +170,8 @@ func decideBind(g gathered, p *plan) {
 		p.gate = gatePlan{op: gateDelete, cur: g.gate}
 	}
 	p.withholdAhead()
-	keep := binding.Keep(si.Name, p.want.objects(), p.targets, p.pending)
-	p.revoke = bindingSet{rbs: binding.Stale(p.existing.rbs, keep, p.targets), crbs: binding.Stale(p.existing.crbs, keep, p.targets)}
+	keep := binding.Keep(si.Name, p.want.Objects(), p.targets, p.pending)
+	p.revoke = p.existing.Stale(keep, p.targets)
 	if sa := si.Spec.ServiceAccount; sa != nil {
 		p.ceiling = newCeiling(*sa, t, g.inline, g.ceilings)
 		p.ceiling.annotate(p)
@@ -190,7 +190,7 @@ func decideGate(g gathered, p *plan) {
 	p.pending, p.ahead = nil, nil
 	p.gate = gatePlan{cur: g.gate, conflict: g.squat}
 	if g.squat != "" {
-		p.want.rbs = nil
+		p.want.RoleBindings = nil
 		return
 	}
 	sources, _ := binding.GateSources(g.template, p.roles, func(name string) ([]rbacv1.PolicyRule, error) {
@@ -209,7 +209,7 @@ func decideGate(g gathered, p *plan) {
 	default:
 		p.gate.op = gateFill
 	}
-	p.want.rbs = binding.RoleBindings(g.si, g.template.Name, []string{p.gate.want.Name}, g.template.Spec.BindingTemplate.Subjects, p.targets.Namespaces)
+	p.want.RoleBindings = binding.RoleBindings(g.si, g.template.Name, []string{p.gate.want.Name}, g.template.Spec.BindingTemplate.Subjects, p.targets.Namespaces)
 }
 
 // decideRevokeOnly decides what an instance with a spec error revokes: it
@@ -246,15 +246,12 @@ func decideRevokeOnly(g gathered, p *plan, recreated []string) {
 		a.Roles = append(a.Roles, g.gate.Name)
 		p.gate = gatePlan{op: gateNarrow, cur: g.gate, want: binding.NarrowGate(binding.GateRole(g.si, sources, p.phase == binding.WindowOpen), g.gate)}
 	}
-	if g.existing.len() == 0 {
+	if g.existing.Len() == 0 {
 		return
 	}
-	p.revoke = bindingSet{
-		rbs:  binding.Narrow(g.existing.rbs, a, binding.RoleOfRoleBinding, binding.SubjectsOfRoleBinding),
-		crbs: binding.Narrow(g.existing.crbs, a, binding.RoleOfClusterRoleBinding, binding.SubjectsOfClusterRoleBinding),
-	}
+	p.revoke = g.existing.Narrow(a)
 	if p.hasCeiling {
-		p.revoke = p.revoke.union(beyondCeiling(g))
+		p.revoke = p.revoke.Union(beyondCeiling(g))
 	}
 }
 
@@ -265,7 +262,7 @@ func decideRevokeOnly(g gathered, p *plan, recreated []string) {
 // the spec error lasts), the rules as they are for any other role. A role
 // that does not exist grants nothing: its bindings stay (the ceiling
 // decides when it is created).
-func beyondCeiling(g gathered) bindingSet {
+func beyondCeiling(g gathered) binding.Set {
 	values := map[string]string{}
 	if g.template != nil && binding.ValidateTemplate(g.template) == nil {
 		for _, role := range binding.Roles(g.template) {
@@ -281,15 +278,15 @@ func beyondCeiling(g gathered) bindingSet {
 		}
 		return v != "" && v != binding.CeilingAbsent && binding.Ceiling(b) != v
 	}
-	var out bindingSet
-	for _, b := range g.existing.rbs {
+	var out binding.Set
+	for _, b := range g.existing.RoleBindings {
 		if beyond(b, binding.RoleOfRoleBinding(b)) {
-			out.rbs = append(out.rbs, b)
+			out.RoleBindings = append(out.RoleBindings, b)
 		}
 	}
-	for _, b := range g.existing.crbs {
+	for _, b := range g.existing.ClusterRoleBindings {
 		if beyond(b, binding.RoleOfClusterRoleBinding(b)) {
-			out.crbs = append(out.crbs, b)
+			out.ClusterRoleBindings = append(out.ClusterRoleBindings, b)
 		}
 	}
 	return out

@@ -39,10 +39,10 @@ func decidedOf(p *plan) decided {
 	return d
 }
 
-func bindingKeys(s bindingSet) []string {
+func bindingKeys(s binding.Set) []string {
 	var out []string
-	for _, b := range s.objects() {
-		out = append(out, b.GetNamespace()+">"+boundRole(b))
+	for _, b := range s.Objects() {
+		out = append(out, b.GetNamespace()+">"+binding.RoleOf(b))
 	}
 	return out
 }
@@ -85,7 +85,7 @@ func TestDecide(t *testing.T) {
 		want decided
 	}{{
 		name: "expired: every binding goes, the gate emptied first and deleted last, nothing else read",
-		g:    gathered{si: expired, existing: bindingSet{rbs: rbs(expired, "view", "a", "b")}, gate: gate(expired, true)},
+		g:    gathered{si: expired, existing: binding.Set{RoleBindings: rbs(expired, "view", "a", "b")}, gate: gate(expired, true)},
 		want: decided{Action: revokeAll, Gate: gateEnd, Revoke: []string{"a>view", "b>view"}, Pins: map[string]string{"a": "uid-a"}},
 	}, {
 		name: "pending: nothing bound before notBefore, the listed namespaces pinned",
@@ -93,12 +93,12 @@ func TestDecide(t *testing.T) {
 		want: decided{Action: revokeAll, Pins: map[string]string{"a": "uid-a"}},
 	}, {
 		name: "open: the wanted bindings, the stale one revoked",
-		g:    gathered{si: listed, namespaces: nss, template: tmpl, existing: bindingSet{rbs: rbs(listed, "view", "c")}},
+		g:    gathered{si: listed, namespaces: nss, template: tmpl, existing: binding.Set{RoleBindings: rbs(listed, "view", "c")}},
 		want: decided{Action: bindAll, Want: []string{"a>view", "b>view"}, Revoke: []string{"c>view"},
 			Pins: map[string]string{"a": "uid-a", "b": "uid-b"}},
 	}, {
 		name: "no template: a spec error revokes everything (fail closed)",
-		g:    gathered{si: listed, namespaces: nss, existing: bindingSet{rbs: rbs(listed, "view", "a")}},
+		g:    gathered{si: listed, namespaces: nss, existing: binding.Set{RoleBindings: rbs(listed, "view", "a")}},
 		want: decided{Action: revokeOnly, SpecErr: oriav1alpha1.ReasonTemplateNotFound, Revoke: []string{"a>view"},
 			Pins: map[string]string{"a": "uid-a", "b": "uid-b"}},
 	}, {
@@ -107,19 +107,19 @@ func TestDecide(t *testing.T) {
 			si := listed.DeepCopy()
 			si.Spec.ServiceAccount = &oriav1alpha1.ServiceAccountReference{Namespace: "ns", Name: "sa"}
 			return si
-		}(), serviceAccountMissing: true, namespaces: nss, template: tmpl, existing: bindingSet{rbs: append(rbs(listed, "view", "a", "c"), rbs(listed, "edit", "b")...)}},
+		}(), serviceAccountMissing: true, namespaces: nss, template: tmpl, existing: binding.Set{RoleBindings: append(rbs(listed, "view", "a", "c"), rbs(listed, "edit", "b")...)}},
 		want: decided{Action: revokeOnly, SpecErr: oriav1alpha1.ReasonServiceAccountNotFound, Revoke: []string{"c>view", "b>edit"},
 			Pins: map[string]string{"a": "uid-a", "b": "uid-b"}},
 	}, {
 		name: "an inline role not created yet: pending, its bindings not made",
 		g: gathered{si: listed, namespaces: nss, template: inlineTmpl, inline: map[string]inlineRole{"t-inline": {state: rolePending}},
-			existing: bindingSet{rbs: rbs(listed, "t-inline", "a")}},
+			existing: binding.Set{RoleBindings: rbs(listed, "t-inline", "a")}},
 		want: decided{Action: bindAll, Want: []string{"a>view", "b>view"}, Pending: []string{"t-inline"},
 			Pins: map[string]string{"a": "uid-a", "b": "uid-b"}},
 	}, {
 		name: "an inline role whose rules lag: no new binding of it, the existing one kept",
 		g: gathered{si: listed, namespaces: nss, template: inlineTmpl, inline: map[string]inlineRole{"t-inline": {state: roleReady}},
-			existing: bindingSet{rbs: rbs(listed, "t-inline", "a")}},
+			existing: binding.Set{RoleBindings: rbs(listed, "t-inline", "a")}},
 		want: decided{Action: bindAll, Want: []string{"a>t-inline", "a>view", "b>view"}, Ahead: []string{"t-inline"}, Withheld: 1,
 			Pins: map[string]string{"a": "uid-a", "b": "uid-b"}},
 	}, {
@@ -141,7 +141,7 @@ func TestDecide(t *testing.T) {
 	}, {
 		name: "no longer gated, a gate left: its bindings replaced, then it goes last",
 		g: gathered{si: ungated, namespaces: nss, template: tmpl, gate: gate(ungated, true),
-			existing: bindingSet{rbs: binding.RoleBindings(ungated, "t", []string{binding.GateName("si", "si-uid")}, nil, []string{"a"})}},
+			existing: binding.Set{RoleBindings: binding.RoleBindings(ungated, "t", []string{binding.GateName("si", "si-uid")}, nil, []string{"a"})}},
 		want: decided{Action: bindAll, Gate: gateDelete, Want: []string{"a>view", "b>view", "c>view"},
 			Revoke: []string{"a>" + binding.GateName("si", "si-uid")}},
 	}, {
@@ -161,7 +161,7 @@ func TestDecide(t *testing.T) {
 // gateKeys are the keys of the RoleBindings of si's gate in namespaces.
 func gateKeys(si *oriav1alpha1.ScopeInstance, namespaces ...string) []string {
 	name := binding.GateName(si.Name, string(si.UID))
-	return bindingKeys(bindingSet{rbs: binding.RoleBindings(si, "t", []string{name}, nil, namespaces)})
+	return bindingKeys(binding.Set{RoleBindings: binding.RoleBindings(si, "t", []string{name}, nil, namespaces)})
 }
 
 // TestBeyondCeiling: with a spec error, a binding whose recorded ceiling
@@ -175,10 +175,10 @@ func TestBeyondCeiling(t *testing.T) {
 		}
 		return b
 	}
-	g := gathered{existing: bindingSet{rbs: []*rbacv1.RoleBinding{rb("same", "h1"), rb("changed", "h1"), rb("gone", "h1")}},
+	g := gathered{existing: binding.Set{RoleBindings: []*rbacv1.RoleBinding{rb("same", "h1"), rb("changed", "h1"), rb("gone", "h1")}},
 		ceilings: map[string]string{"same": "h1", "changed": "h2", "gone": binding.CeilingAbsent}}
 	var got []string
-	for _, b := range beyondCeiling(g).objects() {
+	for _, b := range beyondCeiling(g).Objects() {
 		got = append(got, client.ObjectKeyFromObject(b).String())
 	}
 	if d := cmp.Diff([]string{"a/b-changed"}, got); d != "" {

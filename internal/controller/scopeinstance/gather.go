@@ -14,7 +14,6 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
-	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/ownership"
 )
 
@@ -112,25 +111,14 @@ func (r *Reconciler) gatherSpec(ctx context.Context, g *gathered) error {
 		// template's inline roles, its own and those existing bindings
 		// name, from the API server (oria's cache holds only oria's).
 		asked := others
-		for _, b := range g.existing.objects() {
-			asked = append(asked, boundRole(b))
+		for _, b := range g.existing.Objects() {
+			asked = append(asked, binding.RoleOf(b))
 		}
 		if g.ceilings, err = r.ceilingValues(ctx, asked, inline); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// boundRole returns the ClusterRole a binding binds.
-func boundRole(b client.Object) string {
-	switch b := b.(type) {
-	case *rbacv1.RoleBinding:
-		return binding.RoleOfRoleBinding(b)
-	case *rbacv1.ClusterRoleBinding:
-		return binding.RoleOfClusterRoleBinding(b)
-	}
-	return ""
 }
 
 // ceilingValues returns the ceiling value of each of roles but skip: the
@@ -211,21 +199,11 @@ func (r *Reconciler) namespaces(ctx context.Context) ([]binding.Namespace, error
 }
 
 // existingBindings returns the cached bindings of the named instance
-// (lookup.InstanceBindings). They are the cache's own objects, read-only:
-// the engine copies an object before it changes it (thousands of bindings
-// per reconcile at scale, never copied).
-func (r *Reconciler) existingBindings(instance string) (bindingSet, error) {
-	rbs, crbs, err := r.Bindings.List(names.LabelValue(instance))
-	if err != nil {
-		return bindingSet{}, fmt.Errorf("listing the bindings of ScopeInstance %q: %w", instance, err)
-	}
-	// Label values of long names are hashed: a binding controlled by
-	// another instance with the same value is not this one's.
-	another := func(o client.Object) bool {
-		return !ownership.NotControlledByOther(o, ownership.KindScopeInstance, instance)
-	}
-	return bindingSet{rbs: slices.DeleteFunc(rbs, func(b *rbacv1.RoleBinding) bool { return another(b) }),
-		crbs: slices.DeleteFunc(crbs, func(b *rbacv1.ClusterRoleBinding) bool { return another(b) })}, nil
+// (lookup.InstanceBindings.Of). They are the cache's own objects,
+// read-only: the engine copies an object before it changes it (thousands
+// of bindings per reconcile at scale, never copied).
+func (r *Reconciler) existingBindings(instance string) (binding.Set, error) {
+	return r.Bindings.Of(instance)
 }
 
 // currentGate returns the instance's gate as oria's cache shows it (nil

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
@@ -53,35 +52,6 @@ const (
 	gateDelete
 )
 
-// bindingSet is a grant's RoleBindings and ClusterRoleBindings.
-type bindingSet struct {
-	rbs  []*rbacv1.RoleBinding
-	crbs []*rbacv1.ClusterRoleBinding
-}
-
-// len counts the bindings of s.
-func (s bindingSet) len() int { return len(s.rbs) + len(s.crbs) }
-
-// objects returns every binding of s as an object.
-func (s bindingSet) objects() []client.Object {
-	return append(binding.Objects(s.rbs), binding.Objects(s.crbs)...)
-}
-
-// union returns s and the bindings of o not in s (by key).
-func (s bindingSet) union(o bindingSet) bindingSet {
-	return bindingSet{rbs: unionByKey(s.rbs, o.rbs), crbs: unionByKey(s.crbs, o.crbs)}
-}
-
-func unionByKey[T client.Object](a, b []T) []T {
-	seen := engine.ByKey(a)
-	for _, o := range b {
-		if _, ok := seen[engine.Key(o)]; !ok {
-			a = append(a, o)
-		}
-	}
-	return a
-}
-
 // plan is what one reconcile decided (decide, from what Gather read): one
 // shape for every action, run by Write in one order.
 type plan struct {
@@ -128,7 +98,7 @@ type plan struct {
 	// want are the bindings to write (bindAll), existing the instance's
 	// cached bindings, revoke those to delete: stale (bindAll), every one
 	// (revokeAll), those no longer allowed (revokeOnly).
-	want, existing, revoke bindingSet
+	want, existing, revoke binding.Set
 	// ceiling is set for a bindAll instance with a ceiling
 	// (spec.serviceAccount; see ceiling.go).
 	ceiling *ceiling
@@ -174,15 +144,15 @@ func (p *plan) withholdAhead() {
 	if len(p.ahead) == 0 {
 		return
 	}
-	rbs, crbs := engine.ByKey(p.existing.rbs), engine.ByKey(p.existing.crbs)
-	n := p.want.len()
-	p.want.rbs = slices.DeleteFunc(p.want.rbs, func(b *rbacv1.RoleBinding) bool {
+	rbs, crbs := engine.ByKey(p.existing.RoleBindings), engine.ByKey(p.existing.ClusterRoleBindings)
+	n := p.want.Len()
+	p.want.RoleBindings = slices.DeleteFunc(p.want.RoleBindings, func(b *rbacv1.RoleBinding) bool {
 		_, ok := rbs[engine.Key(b)]
 		return !ok && slices.Contains(p.ahead, binding.RoleOfRoleBinding(b))
 	})
-	p.want.crbs = slices.DeleteFunc(p.want.crbs, func(b *rbacv1.ClusterRoleBinding) bool {
+	p.want.ClusterRoleBindings = slices.DeleteFunc(p.want.ClusterRoleBindings, func(b *rbacv1.ClusterRoleBinding) bool {
 		_, ok := crbs[engine.Key(b)]
 		return !ok && slices.Contains(p.ahead, binding.RoleOfClusterRoleBinding(b))
 	})
-	p.withheld = n - p.want.len()
+	p.withheld = n - p.want.Len()
 }

@@ -242,7 +242,7 @@ func (s *Standby) cached(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rbs, crbs := existing.rbs, existing.crbs
+	rbs, crbs := existing.RoleBindings, existing.ClusterRoleBindings
 	gate := &rbacv1.ClusterRole{}
 	err = s.deps.Client.Get(ctx, types.NamespacedName{Name: binding.GateName(si.Name, string(si.UID))}, gate)
 	if apierrors.IsNotFound(err) || (err == nil && !ownership.ControlledByUID(gate, si.UID)) {

@@ -120,7 +120,7 @@ func TestComputeStatus(t *testing.T) {
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound, "namespace(s) later do not exist; they are bound as soon as they are created (bound in 1 other namespace(s))")},
 	}, {
 		name: "pending inline role: only namespaces that still have its binding count as bound",
-		p:    &plan{template: tmpl, roles: []string{"view"}, pending: []string{"inline"}, targets: ns("a", "b"), existing: bindingSet{rbs: keptInA}},
+		p:    &plan{template: tmpl, roles: []string{"view"}, pending: []string{"inline"}, targets: ns("a", "b"), existing: binding.Set{RoleBindings: keptInA}},
 		res:  result{summary: summary()},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, "waiting for the ScopeTemplate controller to create ClusterRole(s) inline")},

@@ -100,7 +100,7 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 		// nothing now, are deleted by the next reconcile (again), at
 		// routine priority: after the other grants' work at the same
 		// instant.
-		res = result{summary: g, emptied: p.gate.cur.Name, left: p.revoke.len(), again: true}
+		res = result{summary: g, emptied: p.gate.cur.Name, left: p.revoke.Len(), again: true}
 		res.published = r.publisher().Publish(ctx, si, false, nil, false)
 		r.recordWindow(ctx, si, p, res)
 		return res, res.err()
@@ -128,11 +128,11 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 		res.published = r.publisher().Publish(ctx, si, p.action == bindAll && p.targets.Cluster, res.bound, clusterOK)
 	}
 	w := r.writer()
-	deletedRBs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, revoke.rbs)
-	deletedCRBs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, revoke.crbs)
+	deletedRBs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, revoke.RoleBindings)
+	deletedCRBs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, revoke.ClusterRoleBindings)
 	res.summary = engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs, gate, r.deleteGate(ctx, p.gate, deletedRBs))
 	if p.action == bindAll {
-		res.revoked = revoke.len() - p.revoke.len()
+		res.revoked = revoke.Len() - p.revoke.Len()
 	} else {
 		res.revoked = len(deletedRBs) + len(deletedCRBs)
 	}
@@ -226,27 +226,27 @@ func (r *Reconciler) deleteGate(ctx context.Context, g gatePlan, deleted []engin
 // bind writes the wanted bindings of a bindAll plan, after the ceiling
 // decided on the roles ahead, and returns their outcomes and the bindings
 // to delete: the stale ones and those the ceiling no longer allows.
-func (r *Reconciler) bind(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (rbs, crbs []engine.Outcome, revoke bindingSet, err error) {
+func (r *Reconciler) bind(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (rbs, crbs []engine.Outcome, revoke binding.Set, err error) {
 	w, err := r.writerFor(si)
 	if err != nil {
-		return nil, nil, bindingSet{}, err
+		return nil, nil, binding.Set{}, err
 	}
-	existingRBs, existingCRBs := engine.ByKey(p.existing.rbs), engine.ByKey(p.existing.crbs)
+	existingRBs, existingCRBs := engine.ByKey(p.existing.RoleBindings), engine.ByKey(p.existing.ClusterRoleBindings)
 	ans := answer{allowed: p.want}
 	if p.ceiling != nil {
 		if ans, err = r.askCeiling(ctx, p.ceiling, p, existingRBs, existingCRBs); err != nil {
-			return nil, nil, bindingSet{}, err
+			return nil, nil, binding.Set{}, err
 		}
 	}
-	if err := r.holdGate(ctx, si, p.gate, ans.allowed.rbs); err != nil {
-		return nil, nil, bindingSet{}, err
+	if err := r.holdGate(ctx, si, p.gate, ans.allowed.RoleBindings); err != nil {
+		return nil, nil, binding.Set{}, err
 	}
 	instanceOwns := ownership.InstanceOwner(si.Name)
 	owns := func(o client.Object) bool { return instanceOwns(o) }
-	rbs = engine.Ensure(ctx, w, engine.RoleBindingKind, owns, ans.allowed.rbs, existingRBs)
-	crbs = engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, ans.allowed.crbs, existingCRBs)
+	rbs = engine.Ensure(ctx, w, engine.RoleBindingKind, owns, ans.allowed.RoleBindings, existingRBs)
+	crbs = engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, ans.allowed.ClusterRoleBindings, existingCRBs)
 	// What the ceiling refused goes first, then the stale bindings.
-	revoke = ans.beyond(rbs, crbs, existingRBs, existingCRBs).union(p.revoke)
+	revoke = ans.beyond(rbs, crbs, existingRBs, existingCRBs).Union(p.revoke)
 	rbs, crbs = append(rbs, ans.refusedRBs...), append(crbs, ans.refusedCRBs...)
 	r.latency.Bound(si.Name, rbs)
 	return rbs, crbs, revoke, nil
@@ -289,8 +289,8 @@ func (r *Reconciler) Cleanup(ctx context.Context, instance string) error {
 	// A gate is emptied first: its bindings then grant nothing at once. It
 	// goes last, never leaving a binding to a name no role holds.
 	emptied := r.emptyGates(ctx, gates)
-	deletedRBs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, existing.rbs)
-	deletedCRBs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, existing.crbs)
+	deletedRBs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, existing.RoleBindings)
+	deletedCRBs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, existing.ClusterRoleBindings)
 	var deletedGates []engine.Outcome
 	if len(engine.Summarize(deletedRBs, deletedCRBs).Errors) == 0 {
 		deletedGates = engine.Delete(ctx, w, gateKind.Name, gates)
@@ -329,7 +329,7 @@ func boundNamespaces(instance string, p *plan, ensured engine.Summary) []string 
 	if p.targets.Cluster {
 		return nil
 	}
-	existing := engine.ByKey(p.existing.rbs)
+	existing := engine.ByKey(p.existing.RoleBindings)
 	var out []string
 	for _, ns := range p.targets.Namespaces {
 		if ensured.Bad[ns] || ensured.Skipped[ns] || !pendingBound(instance, ns, p.pending, existing) || !pendingBound(instance, ns, p.ahead, existing) {
