@@ -75,12 +75,13 @@ func (res result) unwatched(p *plan) bool {
 //  2. bindAll: the ceiling asked about roles whose new rules are held back
 //     (askCeiling, ceiling.go: authz.Authorizer.CheckEachBind), the
 //     bindings ensured (engine.Ensure, as the ceiling's ServiceAccount when
-//     the instance names one: writerFor), then the gate filled;
+//     the instance names one: writerFor), what the ceiling no longer
+//     allows deleted at once (as oria), then the gate filled;
 //  3. the publication (publisher.Publisher.Publish, whose writes are the
 //     engine's): the namespaces bound now, none outside the window;
 //  4. the deletions (engine.Delete, as oria: taking access away needs no
-//     ceiling): what the ceiling refused, the stale bindings, every
-//     binding outside the window, those a spec error no longer allows;
+//     ceiling): the stale bindings, every binding outside the window,
+//     those a spec error no longer allows;
 //  5. the gate last, once its bindings are gone (deleteGate);
 //  6. the Events (events.go).
 func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
@@ -106,10 +107,10 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 		return res, res.err()
 	}
 	var ensuredRBs, ensuredCRBs []engine.Outcome
-	revoke := p.revoke
+	var revokedRBs, revokedCRBs []engine.Outcome
 	if p.action == bindAll {
 		var err error
-		if ensuredRBs, ensuredCRBs, revoke, err = r.bind(ctx, si, p); err != nil {
+		if ensuredRBs, ensuredCRBs, revokedRBs, revokedCRBs, err = r.bind(ctx, si, p); err != nil {
 			return result{}, err
 		}
 		if p.gate.op == gateFill {
@@ -128,13 +129,12 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 		res.published = r.publisher().Publish(ctx, si, p.action == bindAll && p.targets.Cluster, res.bound, clusterOK)
 	}
 	w := r.writer()
-	deletedRBs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, revoke.RoleBindings)
-	deletedCRBs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, revoke.ClusterRoleBindings)
+	deletedRBs := append(revokedRBs, engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.revoke.RoleBindings)...)
+	deletedCRBs := append(revokedCRBs, engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.revoke.ClusterRoleBindings)...)
 	res.summary = engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs, gate, r.deleteGate(ctx, p.gate, deletedRBs))
+	res.revoked = len(deletedRBs) + len(deletedCRBs)
 	if p.action == bindAll {
-		res.revoked = revoke.Len() - p.revoke.Len()
-	} else {
-		res.revoked = len(deletedRBs) + len(deletedCRBs)
+		res.revoked = len(revokedRBs) + len(revokedCRBs)
 	}
 	res.conflicts = conflicts(p, res.summary)
 	r.recordWrites(ctx, si, p, res, ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs)
@@ -224,32 +224,35 @@ func (r *Reconciler) deleteGate(ctx context.Context, g gatePlan, deleted []engin
 }
 
 // bind writes the wanted bindings of a bindAll plan, after the ceiling
-// decided on the roles ahead, and returns their outcomes and the bindings
-// to delete: the stale ones and those the ceiling no longer allows.
-func (r *Reconciler) bind(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (rbs, crbs []engine.Outcome, revoke binding.Set, err error) {
+// decided on the roles ahead, then deletes, as oria, at once, those the
+// ceiling no longer allows, and returns the outcomes of both.
+func (r *Reconciler) bind(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (rbs, crbs, revokedRBs, revokedCRBs []engine.Outcome, err error) {
 	w, err := r.writerFor(si)
 	if err != nil {
-		return nil, nil, binding.Set{}, err
+		return nil, nil, nil, nil, err
 	}
 	existingRBs, existingCRBs := engine.ByKey(p.existing.RoleBindings), engine.ByKey(p.existing.ClusterRoleBindings)
 	ans := answer{allowed: p.want}
 	if p.ceiling != nil {
 		if ans, err = r.askCeiling(ctx, p.ceiling, p, existingRBs, existingCRBs); err != nil {
-			return nil, nil, binding.Set{}, err
+			return nil, nil, nil, nil, err
 		}
 	}
 	if err := r.holdGate(ctx, si, p.gate, ans.allowed.RoleBindings); err != nil {
-		return nil, nil, binding.Set{}, err
+		return nil, nil, nil, nil, err
 	}
 	instanceOwns := ownership.InstanceOwner(si.Name)
 	owns := func(o client.Object) bool { return instanceOwns(o) }
 	rbs = engine.Ensure(ctx, w, engine.RoleBindingKind, owns, ans.allowed.RoleBindings, existingRBs)
 	crbs = engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, ans.allowed.ClusterRoleBindings, existingCRBs)
-	// What the ceiling refused goes first, then the stale bindings.
-	revoke = ans.beyond(rbs, crbs, existingRBs, existingCRBs).Union(p.revoke)
+	// What the ceiling no longer allows goes as soon as it is known,
+	// before anything else is written.
+	beyond := ans.beyond(rbs, crbs, existingRBs, existingCRBs)
+	revokedRBs = engine.Delete(ctx, r.writer(), engine.RoleBindingKind.Name, beyond.RoleBindings)
+	revokedCRBs = engine.Delete(ctx, r.writer(), engine.ClusterRoleBindingKind.Name, beyond.ClusterRoleBindings)
 	rbs, crbs = append(rbs, ans.refusedRBs...), append(crbs, ans.refusedCRBs...)
 	r.latency.Bound(si.Name, rbs)
-	return rbs, crbs, revoke, nil
+	return rbs, crbs, revokedRBs, revokedCRBs, nil
 }
 
 // conflicts are the sentences naming what a reconcile left alone: the
