@@ -13,11 +13,11 @@ import (
 )
 
 // The ceiling of a binding (of a ScopeInstance with a
-// serviceAccount): a ServiceAccount vouches for a binding when it is
+// serviceAccount): a ServiceAccount allows a binding (its ceiling) when it is
 // written, for the rules its ClusterRole has then. Each such binding
 // records the hash of those rules in AnnotationCeilingRules; a binding
 // whose recorded hash differs from the hash of what its role grants (or
-// will grant) has not been vouched for and must be asked about again.
+// will grant) has not been allowed by the ceiling and must be asked about again.
 //
 // The annotation is a record, not a secret: whoever can write it on a
 // binding passes the API server's escalation check for that binding's role
@@ -27,13 +27,13 @@ import (
 
 // CeilingAbsent is the ceiling value for a binding of a ClusterRole that
 // does not exist: it grants nothing, and anything the role grants once it
-// is created must be vouched for.
+// is created must be allowed by the ceiling.
 const CeilingAbsent = "absent"
 
 // CeilingHash returns the ceiling value of a binding of a role with rules:
 // "sha256:" and the full hex SHA-256 of the rules' JSON (a full digest, not
 // a short names.Hash: a second set of rules with the same short hash could
-// otherwise be found and pass as vouched for). No rules hash as an empty
+// otherwise be found and pass as allowed). No rules hash as an empty
 // list.
 func CeilingHash(rules []rbacv1.PolicyRule) string {
 	if len(rules) == 0 {
@@ -42,7 +42,7 @@ func CeilingHash(rules []rbacv1.PolicyRule) string {
 	b, err := json.Marshal(rules)
 	if err != nil {
 		// A PolicyRule is strings and slices of strings: it always
-		// marshals. Never vouch for something that did not hash.
+		// marshals. Never allow something that did not hash.
 		return "unhashable"
 	}
 	sum := sha256.Sum256(b)
@@ -69,14 +69,14 @@ func CeilingAnnotations(ceilings map[string]string) map[string]map[string]string
 	return out
 }
 
-// Unvouched returns the bindings of existing that covered does not hold
+// BeyondCeiling returns the bindings of existing that covered does not hold
 // (by namespace/name) and whose recorded ceiling is not ceilings[role] for
 // the role they bind (by roleOf). covered holds the bindings a reconcile
 // writes or deletes anyway; the others are kept as they are (bindings of an
 // inline role not created yet, bindings in a terminating namespace), and
-// one kept without the ServiceAccount having vouched for its role as it is
+// one kept without the ServiceAccount having allowed its role as it is
 // must go instead.
-func Unvouched[T client.Object](existing []T, covered map[types.NamespacedName]bool, ceilings map[string]string, roleOf func(T) string) []T {
+func BeyondCeiling[T client.Object](existing []T, covered map[types.NamespacedName]bool, ceilings map[string]string, roleOf func(T) string) []T {
 	var out []T
 	for _, b := range existing {
 		if !covered[key(b)] && Ceiling(b) != ceilings[roleOf(b)] {

@@ -60,7 +60,7 @@ func TestCeilingAnnotations(t *testing.T) {
 	}
 }
 
-func TestUnvouched(t *testing.T) {
+func TestBeyondCeiling(t *testing.T) {
 	rb := func(ns, role, ceiling string) *rbacv1.RoleBinding {
 		b := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: role + "-b"},
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}}
@@ -101,11 +101,11 @@ func TestUnvouched(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, b := range Unvouched(tc.existing, tc.covered, ceilings, RoleOfRoleBinding) {
+			for _, b := range BeyondCeiling(tc.existing, tc.covered, ceilings, RoleOfRoleBinding) {
 				got = append(got, b.Namespace+"/"+b.Name)
 			}
 			if d := cmp.Diff(tc.want, got); d != "" {
-				t.Errorf("Unvouched (-want +got):\n%s", d)
+				t.Errorf("BeyondCeiling (-want +got):\n%s", d)
 			}
 		})
 	}

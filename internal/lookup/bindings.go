@@ -3,6 +3,7 @@ package lookup
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -10,6 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/ownership"
 )
 
 // IndexInstanceBindings indexes the cached RoleBindings and
@@ -76,16 +80,33 @@ func byInstanceLabel(obj any) ([]string, error) {
 // List returns the cached bindings labelled with the scope-instance label
 // value (names.LabelValue of the instance's name). The objects are the
 // cache's own: read them, never change them (copy first).
-func (b *InstanceBindings) List(value string) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
+func (b *InstanceBindings) List(value string) (binding.Set, error) {
 	rbs, err := byIndex[*rbacv1.RoleBinding](b.rbs, value)
 	if err != nil {
-		return nil, nil, err
+		return binding.Set{}, err
 	}
 	crbs, err := byIndex[*rbacv1.ClusterRoleBinding](b.crbs, value)
 	if err != nil {
-		return nil, nil, err
+		return binding.Set{}, err
 	}
-	return rbs, crbs, nil
+	return binding.Set{RoleBindings: rbs, ClusterRoleBindings: crbs}, nil
+}
+
+// Of returns the cached bindings of the named ScopeInstance: labelled for
+// it and not controlled by another instance (label values of long names
+// are hashed, so two instances may share one). The cache's own objects,
+// as List.
+func (b *InstanceBindings) Of(instance string) (binding.Set, error) {
+	set, err := b.List(names.LabelValue(instance))
+	if err != nil {
+		return binding.Set{}, fmt.Errorf("listing the bindings of ScopeInstance %q: %w", instance, err)
+	}
+	another := func(o client.Object) bool {
+		return !ownership.NotControlledByOther(o, ownership.KindScopeInstance, instance)
+	}
+	set.RoleBindings = slices.DeleteFunc(set.RoleBindings, func(b *rbacv1.RoleBinding) bool { return another(b) })
+	set.ClusterRoleBindings = slices.DeleteFunc(set.ClusterRoleBindings, func(b *rbacv1.ClusterRoleBinding) bool { return another(b) })
+	return set, nil
 }
 
 func byIndex[T client.Object](ix toolscache.Indexer, value string) ([]T, error) {

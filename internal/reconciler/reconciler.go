@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -57,9 +58,43 @@ type Steps[T client.Object, P, R any] interface {
 	// the change waits, and the object is requeued after that long.
 	Patch(ctx context.Context, before, after T) (hold time.Duration, err error)
 	// Requeue returns when to look again although nothing changes (a
-	// conflict with an object oria does not watch); 0 for never. It is
-	// called only after a reconcile without error.
-	Requeue(plan P, res R) time.Duration
+	// conflict with an object oria does not watch, the next instant of a
+	// window); the zero Requeue for never. It is called only after a
+	// reconcile without error.
+	Requeue(plan P, res R) Requeue
+}
+
+// Requeue is when a reconcile looks again although nothing changes: after
+// a while (After), at an instant (At), or both, whichever comes first.
+type Requeue struct {
+	// After: look again after this long (0: no).
+	After time.Duration
+	// At: look again at this instant, exactly (zero: none). It is measured
+	// when the reconcile ends, after its status write, by the Steps' clock
+	// (Clock) or time.Now, not when the plan was made; an instant passed
+	// meanwhile is looked at at once.
+	At time.Time
+	// Priority is the priority of the requeue for At, over routine work
+	// (0); it applies only when At comes first.
+	Priority int
+}
+
+// In returns a Requeue after d (0: none).
+func In(d time.Duration) Requeue { return Requeue{After: d} }
+
+// Clock is implemented by Steps that judge instants by a clock of their
+// own (a test's): Requeue.At is measured by it.
+type Clock interface {
+	Now() time.Time
+}
+
+// Holder is implemented by Steps whose reconciles of some objects hold a
+// bounded resource for their whole length (the ScopeInstance controller's
+// bind slots): Hold takes it for obj, read and not being deleted, before
+// Gather, and the reconcile calls release once its status is written. An
+// error (ctx ended while waiting) ends the reconcile.
+type Holder[T client.Object] interface {
+	Hold(ctx context.Context, obj T) (release func(), err error)
 }
 
 // Reconcile runs s for the object named in req, read with c (the cache).
@@ -75,12 +110,20 @@ func Reconcile[T client.Object, P, R any](ctx context.Context, req ctrl.Request,
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, s.Deleting(ctx, obj)
 	}
+	if h, ok := s.(Holder[T]); ok {
+		release, err := h.Hold(ctx, obj)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		defer release()
+	}
 	before := obj.DeepCopyObject().(T)
+	var again Requeue
 	defer func() {
 		hold, err := s.Patch(ctx, before, obj)
 		retErr = errors.Join(retErr, err)
 		if retErr == nil {
-			result.RequeueAfter = Soonest(result.RequeueAfter, hold)
+			result = again.result(hold, s)
 		}
 	}()
 
@@ -93,7 +136,31 @@ func Reconcile[T client.Object, P, R any](ctx context.Context, req ctrl.Request,
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: s.Requeue(plan, res)}, nil
+	again = s.Requeue(plan, res)
+	return ctrl.Result{}, nil
+}
+
+// result is the controller-runtime result of q once the status is written,
+// its change held back for hold: the soonest of After and hold, or At,
+// measured now by s's clock, with its priority when it comes first.
+func (q Requeue) result(hold time.Duration, s any) ctrl.Result {
+	res := ctrl.Result{RequeueAfter: Soonest(q.After, hold)}
+	if q.At.IsZero() {
+		return res
+	}
+	now := time.Now
+	if c, ok := s.(Clock); ok {
+		now = c.Now
+	}
+	// At least a millisecond: an instant already passed is looked at at once.
+	d := max(q.At.Sub(now()), time.Millisecond)
+	if res.RequeueAfter == 0 || d <= res.RequeueAfter {
+		res.RequeueAfter = d
+		if q.Priority != 0 {
+			res.Priority = ptr.To(q.Priority)
+		}
+	}
+	return res
 }
 
 // StatusPatch returns a Patch step for one of oria's kinds: a merge patch

@@ -25,6 +25,11 @@ type trace struct {
 	statusErr                         error
 	// hold is what Patch returns: a status change held back that long.
 	hold time.Duration
+	// at and priority are Requeue's instant and its priority.
+	at       time.Time
+	priority int
+	// released counts the holds given back.
+	held, released int
 }
 
 // fakeSteps implements the steps for a ConfigMap, recording into a trace.
@@ -52,7 +57,22 @@ func (s fakeSteps) Patch(context.Context, *corev1.ConfigMap, *corev1.ConfigMap) 
 	s.tr.patched = true
 	return s.tr.hold, nil
 }
-func (s fakeSteps) Requeue(_ string, n int) time.Duration { return time.Duration(n) * time.Second }
+func (s fakeSteps) Requeue(_ string, n int) reconciler.Requeue {
+	return reconciler.Requeue{After: time.Duration(n) * time.Second, At: s.tr.at, Priority: s.tr.priority}
+}
+
+// clockSteps are fakeSteps with a clock (reconciler.Clock) and a hold
+// (reconciler.Holder).
+type clockSteps struct {
+	fakeSteps
+	now time.Time
+}
+
+func (s clockSteps) Now() time.Time { return s.now }
+func (s clockSteps) Hold(context.Context, *corev1.ConfigMap) (func(), error) {
+	s.tr.held++
+	return func() { s.tr.released++ }, nil
+}
 
 // run reconciles with the fake steps on a client holding objs.
 type run struct {
@@ -110,6 +130,48 @@ func TestSteps(t *testing.T) {
 	assert.Zero(t, res.RequeueAfter, "an error is retried with backoff, not after a hold")
 	assert.True(t, tr.wrote && tr.patched)
 	assert.Equal(t, boom, tr.statusErr)
+}
+
+// TestRequeueAt: an instant is measured by the Steps' clock when the
+// reconcile ends, with its priority, when it comes first; an instant
+// passed is looked at at once; a Holder's hold is given back once.
+func TestRequeueAt(t *testing.T) {
+	ctx := context.Background()
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cm"}}
+	cm := []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	prio := func(p int) *int { return &p }
+	for _, c := range []struct {
+		name     string
+		at       time.Time
+		priority int
+		hold     time.Duration
+		want     ctrl.Result
+	}{
+		{"the instant, exact, first", t0.Add(time.Second), 7, 0, ctrl.Result{RequeueAfter: time.Second, Priority: prio(7)}},
+		{"the plan's requeue first", t0.Add(10 * time.Second), 7, 0, ctrl.Result{RequeueAfter: 4 * time.Second}},
+		{"a hold first", t0.Add(3 * time.Second), 7, 2 * time.Second, ctrl.Result{RequeueAfter: 2 * time.Second}},
+		{"passed: at once", t0.Add(-time.Second), 7, 0, ctrl.Result{RequeueAfter: time.Millisecond, Priority: prio(7)}},
+		{"routine priority", t0.Add(time.Second), 0, 0, ctrl.Result{RequeueAfter: time.Second}},
+		{"no instant", time.Time{}, 7, 0, ctrl.Result{RequeueAfter: 4 * time.Second}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := trace{at: c.at, priority: c.priority, hold: c.hold}
+			r := steps(&tr, cm, nil, nil)
+			res, err := reconciler.Reconcile(ctx, req, r.c, reconciler.Steps[*corev1.ConfigMap, string, int](clockSteps{fakeSteps: r.steps, now: t0}))
+			require.NoError(t, err)
+			assert.Equal(t, c.want, res)
+			assert.Equal(t, 1, tr.held)
+			assert.Equal(t, 1, tr.released)
+		})
+	}
+	// An error is retried with backoff: no instant.
+	tr := trace{at: t0.Add(time.Second), priority: 7}
+	r := steps(&tr, cm, nil, errors.New("boom"))
+	res, err := reconciler.Reconcile(ctx, req, r.c, reconciler.Steps[*corev1.ConfigMap, string, int](clockSteps{fakeSteps: r.steps, now: t0}))
+	require.Error(t, err)
+	assert.Equal(t, ctrl.Result{}, res)
+	assert.Equal(t, 1, tr.released)
 }
 
 func TestRecheckIf(t *testing.T) {

@@ -89,7 +89,7 @@ func TestCeilingHoldsForTheLifeOfABinding(t *testing.T) {
 	stopPolling()
 	<-polled
 	require.False(t, leaked.Load(), "the operator could read secrets in %s beyond its ceiling", ns)
-	assert.False(t, can(t, as("list", "pods")), "the binding is gone, its pods too: the ceiling vouches for the role as a whole")
+	assert.False(t, can(t, as("list", "pods")), "the binding is gone, its pods too: the ceiling allows the role as a whole")
 
 	// The admin lets the ceiling grant secrets there: the binding is back.
 	grantCeiling(t, saNS, "sa-x", ns, []rbacv1.PolicyRule{secrets})

@@ -147,7 +147,7 @@ func TestHeldRulesAreNeverBoundAnew(t *testing.T) {
 	// The refused binding goes, finalizer or not.
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(held), &rbacv1.RoleBinding{})
-		assert.True(c, apierrors.IsNotFound(err), "the binding the ServiceAccount no longer vouches for is gone: %v", err)
+		assert.True(c, apierrors.IsNotFound(err), "the binding the ServiceAccount no longer allows is gone: %v", err)
 	}, 30*time.Second, 20*time.Millisecond)
 	t.Logf("refused binding with a finalizer removed after %s", time.Since(start))
 	// The role gets its new rules, and only then is victim bound.

@@ -194,9 +194,9 @@ func (r *Reconciler) Patch(ctx context.Context, before, ce *ocv1.ClusterExtensio
 // Requeue looks again after the recheck interval at a conflict (an object
 // oria does not watch), soon while the API server's discovery is pending,
 // and when the writes relied on an expectation.
-func (r *Reconciler) Requeue(p *plan, out outcome) time.Duration {
-	return reconciler.Soonest(reconciler.RecheckIf(len(out.conflicts) > 0, r.recheck()),
-		reconciler.RecheckIf(p.scopesPending, lookup.ScopesRecheck), out.recheck)
+func (r *Reconciler) Requeue(p *plan, out outcome) reconciler.Requeue {
+	return reconciler.In(reconciler.Soonest(reconciler.RecheckIf(len(out.conflicts) > 0, r.recheck()),
+		reconciler.RecheckIf(p.scopesPending, lookup.ScopesRecheck), out.recheck))
 }
 
 func (r *Reconciler) recheck() time.Duration {

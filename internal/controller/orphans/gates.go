@@ -76,11 +76,11 @@ func boundTo(role string, rbs []*rbacv1.RoleBinding, crbs []*rbacv1.ClusterRoleB
 // gateBindings returns oria's cached bindings of the instance c claims that
 // name the gate.
 func (r *Reconciler) gateBindings(gate string, c Claim) ([]string, error) {
-	rbs, crbs, err := r.Bindings.List(c.instanceLabel())
+	set, err := r.Bindings.List(c.instanceLabel())
 	if err != nil {
 		return nil, err
 	}
-	return boundTo(gate, rbs, crbs), nil
+	return boundTo(gate, set.RoleBindings, set.ClusterRoleBindings), nil
 }
 
 // waitForBindings reports, on the cache alone, whether a suspect gate is

@@ -66,16 +66,16 @@ type dependents struct {
 // deleted only after the bindings (gates.go).
 func (d dependents) ofInstance(ctx context.Context, name string) []Request {
 	value := names.LabelValue(name)
-	rbs, crbs, err := d.bindings.List(value)
+	set, err := d.bindings.List(value)
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "listing the bindings of a deleted ScopeInstance", "scopeInstance", name)
 		return nil
 	}
 	var out []Request
-	for _, rb := range rbs {
+	for _, rb := range set.RoleBindings {
 		out = appendUncontrolled(out, KindRoleBinding, rb)
 	}
-	for _, crb := range crbs {
+	for _, crb := range set.ClusterRoleBindings {
 		out = appendUncontrolled(out, KindClusterRoleBinding, crb)
 	}
 	var gates rbacv1.ClusterRoleList

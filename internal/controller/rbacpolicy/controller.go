@@ -242,12 +242,12 @@ func (r *Reconciler) recordRevoked(before, after *oriav1alpha1.RBACPolicy) {
 // bundle's (objects oria's caches may not show: a hand-made role going away
 // or being fixed lets the policy bind within the interval), and at the
 // expiry of a policy with no compiled objects (windowRequeue).
-func (r *Reconciler) Requeue(p *plan, out result) time.Duration {
+func (r *Reconciler) Requeue(p *plan, out result) reconciler.Requeue {
 	recheck := r.opts.ConflictRecheckInterval
 	if p.scopesPending {
-		return min(lookup.ScopesRecheck, recheck)
+		return reconciler.In(min(lookup.ScopesRecheck, recheck))
 	}
-	return reconciler.Soonest(reconciler.RecheckIf(out.conflict != "" || len(p.foreign) > 0 || len(p.pending) > 0, recheck), r.windowRequeue(p))
+	return reconciler.In(reconciler.Soonest(reconciler.RecheckIf(out.conflict != "" || len(p.foreign) > 0 || len(p.pending) > 0, recheck), r.windowRequeue(p)))
 }
 
 func describeInstance(si *oriav1alpha1.ScopeInstance) string {

@@ -51,12 +51,12 @@ func TestPublishedIsBound(t *testing.T) {
 		},
 	}).Build()
 	r := newReconciler(Deps{Base: reconciler.Base{Client: c, APIReader: c, Recorder: &events.FakeRecorder{}, Engine: engine.New(engine.Unobserved), Memo: engine.NewMemo()}}, Options{})
-	p := &plan{bind: &bindPlan{template: tmpl, roles: []string{"view"}, targets: binding.Targets{Namespaces: []string{"a", "b"}}, wantRBs: binding.RoleBindings(si, tmpl.Name, []string{"view"}, nil, []string{"a", "b"}), existingRBs: []*rbacv1.RoleBinding{stale}, staleRBs: []*rbacv1.RoleBinding{stale}}}
+	p := &plan{template: tmpl, roles: []string{"view"}, targets: binding.Targets{Namespaces: []string{"a", "b"}}, want: binding.Set{RoleBindings: binding.RoleBindings(si, tmpl.Name, []string{"view"}, nil, []string{"a", "b"})}, existing: binding.Set{RoleBindings: []*rbacv1.RoleBinding{stale}}, revoke: binding.Set{RoleBindings: []*rbacv1.RoleBinding{stale}}}
 
-	res, err := r.write(context.Background(), si, p.bind)
-	require.NoError(t, err)
+	res, err := r.Write(context.Background(), si, p)
+	require.Error(t, err)
 	require.Len(t, res.summary.Errors, 1, "the stale binding's delete failed")
-	st := computeStatus(si, p, res, errors.Join(res.summary.Errors...))
+	st := computeStatus(si, p, res, err)
 
 	cm := &corev1.ConfigMap{}
 	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: "op", Name: "scope"}, cm))

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,7 +21,7 @@ import (
 // server's escalation check refuses what it could not grant; but that check
 // runs only when a binding is written, against the rules its ClusterRole
 // has then. Every such binding therefore records, in
-// AnnotationCeilingRules, the hash of the rules the ServiceAccount vouched
+// AnnotationCeilingRules, the hash of the rules the ServiceAccount allowed
 // for (see package binding), and whenever what it grants changes the
 // ServiceAccount decides again:
 //
@@ -44,7 +44,7 @@ import (
 // instance with a ceiling, and such an instance reconciles at least every
 // recheck interval (DefaultRecheckInterval, 30 s), so a widened referenced
 // role is granted through a binding the ceiling ServiceAccount no longer
-// vouches for for at most one recheck interval (plus the reconcile). The same
+// allows for at most one recheck interval (plus the reconcile). The same
 // holds for an inline role of another template referenced by name.
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
@@ -63,55 +63,44 @@ type ceiling struct {
 	ahead map[string][]rbacv1.PolicyRule
 }
 
-// ceilings reads what the roles of p's template grant, for an instance
-// with a ceiling: inline roles from the template (and, from the cache, the
-// rules they have now: p.inlineRules), other roles from the API server
-// (not oria's cache, which holds only oria's roles).
-func (r *Reconciler) ceilings(ctx context.Context, sa oriav1alpha1.ServiceAccountReference, p *bindPlan) (*ceiling, error) {
+// newCeiling returns what an instance with the ceiling sa knows of what
+// the roles of template t grant: an inline role the template's rules (and,
+// when the role in place has other rules, the template's as ahead: inline,
+// the roles as the cluster has them), another role what it grants now
+// (values: its binding.CeilingHash, or binding.CeilingAbsent).
+func newCeiling(sa oriav1alpha1.ServiceAccountReference, t *oriav1alpha1.ScopeTemplate, inline map[string]inlineRole, values map[string]string) *ceiling {
 	c := &ceiling{sa: sa, values: map[string]string{}, ahead: map[string][]rbacv1.PolicyRule{}}
-	for _, role := range binding.Roles(p.template) {
-		if role.Inline {
-			c.values[role.Name] = binding.CeilingHash(role.Rules)
-			if now, ok := p.inlineRules[role.Name]; ok && binding.CeilingHash(now) != c.values[role.Name] {
-				c.ahead[role.Name] = role.Rules
-			}
+	for _, role := range binding.Roles(t) {
+		if !role.Inline {
+			c.values[role.Name] = values[role.Name]
 			continue
 		}
-		cr := &rbacv1.ClusterRole{}
-		switch err := r.APIReader.Get(ctx, types.NamespacedName{Name: role.Name}, cr); {
-		case apierrors.IsNotFound(err):
-			c.values[role.Name] = binding.CeilingAbsent
-		case err != nil:
-			return nil, fmt.Errorf("reading ClusterRole %q: %w", role.Name, err)
-		default:
-			c.values[role.Name] = binding.CeilingHash(cr.Rules)
+		c.values[role.Name] = binding.CeilingHash(role.Rules)
+		if in := inline[role.Name]; in.state == roleReady && binding.CeilingHash(in.rules) != c.values[role.Name] {
+			c.ahead[role.Name] = role.Rules
 		}
 	}
-	return c, nil
+	return c
 }
 
-// annotate sets the ceiling records on the intended bindings, and adds to
-// the stale bindings those kept as they are whose record is not their
+// annotate sets the ceiling records on the wanted bindings, and adds to
+// the bindings to revoke those kept as they are whose record is not their
 // role's.
-func (c *ceiling) annotate(p *bindPlan) {
+func (c *ceiling) annotate(p *plan) {
 	ann := binding.CeilingAnnotations(c.values)
 	covered := map[types.NamespacedName]bool{}
-	for _, b := range p.wantRBs {
+	for _, b := range p.want.RoleBindings {
 		b.Annotations = ann[b.RoleRef.Name]
 		covered[engine.Key(b)] = true
 	}
-	for _, b := range p.wantCRBs {
+	for _, b := range p.want.ClusterRoleBindings {
 		b.Annotations = ann[b.RoleRef.Name]
 		covered[engine.Key(b)] = true
 	}
-	for _, b := range p.staleRBs {
-		covered[engine.Key(b)] = true
-	}
-	for _, b := range p.staleCRBs {
-		covered[engine.Key(b)] = true
-	}
-	p.staleRBs = append(p.staleRBs, binding.Unvouched(p.existingRBs, covered, c.values, binding.RoleOfRoleBinding)...)
-	p.staleCRBs = append(p.staleCRBs, binding.Unvouched(p.existingCRBs, covered, c.values, binding.RoleOfClusterRoleBinding)...)
+	maps.Copy(covered, p.revoke.Keys())
+	beyond := p.existing.BeyondCeiling(covered, c.values)
+	p.revoke.RoleBindings = append(p.revoke.RoleBindings, beyond.RoleBindings...)
+	p.revoke.ClusterRoleBindings = append(p.revoke.ClusterRoleBindings, beyond.ClusterRoleBindings...)
 }
 
 // identity is the ServiceAccount as the API server knows it when oria
@@ -120,25 +109,23 @@ func (c *ceiling) identity() subjects.Identity {
 	return subjects.ServiceAccount(c.sa.Namespace, c.sa.Name)
 }
 
-// vouched is the ServiceAccount's answer about the bindings of roles ahead
-// of what they grant now.
-type vouched struct {
-	rbs  []*rbacv1.RoleBinding
-	crbs []*rbacv1.ClusterRoleBinding
+// answer is the ServiceAccount's answer about the bindings of roles
+// ahead of what they grant now.
+type answer struct {
+	allowed binding.Set
 	// refusedRBs and refusedCRBs are the Forbidden outcomes of the
 	// bindings it refused.
 	refusedRBs, refusedCRBs []engine.Outcome
-	// dropRBs and dropCRBs are existing bindings it refused: deleted.
-	dropRBs  []*rbacv1.RoleBinding
-	dropCRBs []*rbacv1.ClusterRoleBinding
+	// drop are existing bindings it refused: deleted.
+	drop binding.Set
 }
 
-// vouch asks the ServiceAccount whether it may grant the template's rules
-// of the roles ahead where the intended bindings grant them, for each
+// askCeiling asks the ServiceAccount whether it may grant the template's
+// rules of the roles ahead where the wanted bindings grant them, for each
 // binding not already recording them, and returns the bindings to write.
-func (r *Reconciler) vouch(ctx context.Context, c *ceiling, p *bindPlan, rbs map[types.NamespacedName]*rbacv1.RoleBinding, crbs map[types.NamespacedName]*rbacv1.ClusterRoleBinding) (vouched, error) {
-	grants := append(ask(c, p.wantRBs, rbs, binding.RoleOfRoleBinding), ask(c, p.wantCRBs, crbs, binding.RoleOfClusterRoleBinding)...)
-	v := vouched{rbs: p.wantRBs, crbs: p.wantCRBs}
+func (r *Reconciler) askCeiling(ctx context.Context, c *ceiling, p *plan, rbs map[types.NamespacedName]*rbacv1.RoleBinding, crbs map[types.NamespacedName]*rbacv1.ClusterRoleBinding) (answer, error) {
+	grants := append(ask(c, p.want.RoleBindings, rbs, binding.RoleOfRoleBinding), ask(c, p.want.ClusterRoleBindings, crbs, binding.RoleOfClusterRoleBinding)...)
+	v := answer{allowed: p.want}
 	if len(grants) == 0 {
 		return v, nil
 	}
@@ -152,12 +139,12 @@ func (r *Reconciler) vouch(ctx context.Context, c *ceiling, p *bindPlan, rbs map
 	for _, d := range denials {
 		denied[d.Grant] = d.Message(user.Username) + " (the ScopeTemplate's new rules)"
 	}
-	v.rbs, v.refusedRBs, v.dropRBs = split(p.wantRBs, rbs, denied, binding.RoleOfRoleBinding)
-	v.crbs, v.refusedCRBs, v.dropCRBs = split(p.wantCRBs, crbs, denied, binding.RoleOfClusterRoleBinding)
+	v.allowed.RoleBindings, v.refusedRBs, v.drop.RoleBindings = split(p.want.RoleBindings, rbs, denied, binding.RoleOfRoleBinding)
+	v.allowed.ClusterRoleBindings, v.refusedCRBs, v.drop.ClusterRoleBindings = split(p.want.ClusterRoleBindings, crbs, denied, binding.RoleOfClusterRoleBinding)
 	return v, nil
 }
 
-// ask returns the grants of the intended bindings of roles ahead that do
+// ask returns the grants of the wanted bindings of roles ahead that do
 // not already record the role's new rules.
 func ask[T client.Object](c *ceiling, want []T, existing map[types.NamespacedName]T, roleOf func(T) string) []binding.Grant {
 	var out []binding.Grant
@@ -191,11 +178,11 @@ func split[T client.Object](want []T, existing map[types.NamespacedName]T, denie
 	return keep, refused, drop
 }
 
-// refusedUnvouched returns the existing bindings whose rewrite the
+// refusedRewrites returns the existing bindings whose rewrite the
 // ServiceAccount was refused (outcomes, in want's order) while their record
-// differed from the intended one: the API server checked the role as it is
+// differed from the wanted one: the API server checked the role as it is
 // now and the ServiceAccount may not grant it, so the binding goes.
-func refusedUnvouched[T client.Object](outcomes []engine.Outcome, want []T, existing map[types.NamespacedName]T, roleOf func(T) string) []T {
+func refusedRewrites[T client.Object](outcomes []engine.Outcome, want []T, existing map[types.NamespacedName]T, roleOf func(T) string) []T {
 	var out []T
 	for i, o := range outcomes {
 		if o.Action != engine.Forbidden {
@@ -209,86 +196,12 @@ func refusedUnvouched[T client.Object](outcomes []engine.Outcome, want []T, exis
 	return out
 }
 
-// revoke deletes, as oria, the existing bindings the ServiceAccount no
-// longer vouches for: those vouch refused, and those whose rewrite it was
-// refused (ensured: the outcomes of v's bindings). It runs before anything
-// else is written, so that such a binding goes as soon as it is known.
-func revoke(ctx context.Context, w *engine.Writer, v vouched, ensuredRBs, ensuredCRBs []engine.Outcome,
-	rbs map[types.NamespacedName]*rbacv1.RoleBinding, crbs map[types.NamespacedName]*rbacv1.ClusterRoleBinding) (revokedRBs, revokedCRBs []engine.Outcome) {
-	dropRBs := append(v.dropRBs, refusedUnvouched(ensuredRBs, v.rbs, rbs, binding.RoleOfRoleBinding)...)
-	dropCRBs := append(v.dropCRBs, refusedUnvouched(ensuredCRBs, v.crbs, crbs, binding.RoleOfClusterRoleBinding)...)
-	return engine.Delete(ctx, w, engine.RoleBindingKind.Name, dropRBs), engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, dropCRBs)
-}
-
-// frozen returns the bindings of an instance with a ceiling that a spec
-// error keeps from being written (existing bindings are kept as they
-// are) whose recorded ceiling is not what their role grants, or is about
-// to grant: the template's rules for its inline roles (the ScopeTemplate
-// controller would otherwise hold them back for as long as the spec error
-// lasts), the rules as they are for any other role. A role that does not
-// exist grants nothing: its bindings stay (it is vouched for when created).
-func (r *Reconciler) frozen(ctx context.Context, si *oriav1alpha1.ScopeInstance, rbs []*rbacv1.RoleBinding, crbs []*rbacv1.ClusterRoleBinding) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
-	values := map[string]string{}
-	t := &oriav1alpha1.ScopeTemplate{}
-	switch err := r.Client.Get(ctx, types.NamespacedName{Name: si.Spec.ScopeTemplateName}, t); {
-	case err == nil && binding.ValidateTemplate(t) == nil:
-		for _, role := range binding.Roles(t) {
-			if role.Inline {
-				values[role.Name] = binding.CeilingHash(role.Rules)
-			}
-		}
-	case err != nil && !apierrors.IsNotFound(err):
-		return nil, nil, fmt.Errorf("reading ScopeTemplate %q: %w", si.Spec.ScopeTemplateName, err)
-	}
-	unvouched := func(b client.Object, role string) (bool, error) {
-		v, ok := values[role]
-		if !ok {
-			cr := &rbacv1.ClusterRole{}
-			switch err := r.APIReader.Get(ctx, types.NamespacedName{Name: role}, cr); {
-			case apierrors.IsNotFound(err):
-				v = binding.CeilingAbsent
-			case err != nil:
-				return false, fmt.Errorf("reading ClusterRole %q: %w", role, err)
-			default:
-				v = binding.CeilingHash(cr.Rules)
-			}
-			values[role] = v
-		}
-		return v != binding.CeilingAbsent && binding.Ceiling(b) != v, nil
-	}
-	var outRBs []*rbacv1.RoleBinding
-	var outCRBs []*rbacv1.ClusterRoleBinding
-	for _, b := range rbs {
-		if no, err := unvouched(b, binding.RoleOfRoleBinding(b)); err != nil || no {
-			if err != nil {
-				return nil, nil, err
-			}
-			outRBs = append(outRBs, b)
-		}
-	}
-	for _, b := range crbs {
-		if no, err := unvouched(b, binding.RoleOfClusterRoleBinding(b)); err != nil || no {
-			if err != nil {
-				return nil, nil, err
-			}
-			outCRBs = append(outCRBs, b)
-		}
-	}
-	return outRBs, outCRBs, nil
-}
-
-// revokeFrozen deletes, as oria, the bindings an instance with a spec error
-// may no longer keep (frozenPlan).
-func (r *Reconciler) revokeFrozen(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *revokePlan) result {
-	// The gate is narrowed first (gate.go), never created.
-	var gate []engine.Outcome
-	if p.gate != nil && p.gate.cur != nil {
-		gate = r.writeGate(ctx, si, p.gate)
-	}
-	if len(p.rbs)+len(p.crbs) == 0 {
-		return result{summary: engine.Summarize(gate)}
-	}
-	rbs, crbs := r.revokeAll(ctx, p)
-	r.recordEvents(si, nil, nil, rbs, crbs, nil)
-	return result{summary: engine.Summarize(gate, rbs, crbs), revoked: len(rbs) + len(crbs)}
+// beyond returns the existing bindings the ServiceAccount no longer
+// allows: those askCeiling refused, and those whose rewrite it was refused
+// (ensured: the outcomes of v's bindings). Write deletes them, as oria,
+// right after the writes.
+func (v answer) beyond(ensuredRBs, ensuredCRBs []engine.Outcome,
+	rbs map[types.NamespacedName]*rbacv1.RoleBinding, crbs map[types.NamespacedName]*rbacv1.ClusterRoleBinding) binding.Set {
+	return binding.Set{RoleBindings: append(v.drop.RoleBindings, refusedRewrites(ensuredRBs, v.allowed.RoleBindings, rbs, binding.RoleOfRoleBinding)...),
+		ClusterRoleBindings: append(v.drop.ClusterRoleBindings, refusedRewrites(ensuredCRBs, v.allowed.ClusterRoleBindings, crbs, binding.RoleOfClusterRoleBinding)...)}
 }

@@ -77,7 +77,7 @@ func instanceWithCeiling(t *testing.T, ns string, sa *oriav1alpha1.ServiceAccoun
 	eventuallyReady(t, si.Name, metav1.ConditionTrue, oriav1alpha1.ReasonBound)
 	eventuallyBoundIn(t, si.Name, role, ns)
 	rb := get(t, binding.BindingName(si.Name, role), ns, &rbacv1.RoleBinding{})
-	assert.Equal(t, binding.CeilingHash([]rbacv1.PolicyRule{podsGetList}), binding.Ceiling(rb), "the binding records the rules its ceiling vouched for")
+	assert.Equal(t, binding.CeilingHash([]rbacv1.PolicyRule{podsGetList}), binding.Ceiling(rb), "the binding records the rules its ceiling allowed")
 	return tmpl, si, role, user
 }
 
@@ -119,7 +119,7 @@ func TestCeilingRefusesWidenedInlineRole(t *testing.T) {
 	testutil.EventuallyCondition(t, k8sClient, &oriav1alpha1.ScopeTemplate{ObjectMeta: metav1.ObjectMeta{Name: tmpl.Name}},
 		testutil.Condition{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionTrue, Reason: oriav1alpha1.ReasonValid})
 	time.Sleep(2 * time.Second) // the instance looks again (a create as sa-x, refused)
-	assert.False(t, secrets(), "the subject could read secrets through a binding its ceiling no longer vouches for")
+	assert.False(t, secrets(), "the subject could read secrets through a binding its ceiling no longer allows")
 	assert.Empty(t, roleBindingNamespaces(t, si.Name, role))
 	eventuallyReady(t, si.Name, metav1.ConditionFalse, oriav1alpha1.ReasonForbidden)
 }
@@ -195,7 +195,7 @@ func TestCeilingReferencedRole(t *testing.T) {
 
 // TestCeilingWithoutServiceAccount: an instance whose ServiceAccount is
 // gone writes nothing (ServiceAccountNotFound), but it cannot hold the
-// template's new rules back for ever: a binding nobody can vouch for any
+// template's new rules back for ever: a binding no ceiling can allow any
 // more is removed, the role gets its new rules, and the subject never
 // reads secrets.
 func TestCeilingWithoutServiceAccount(t *testing.T) {
@@ -216,7 +216,7 @@ func TestCeilingWithoutServiceAccount(t *testing.T) {
 		assert.Equal(c, widened, get(c, role, "", &rbacv1.ClusterRole{}).Rules)
 	}, testutil.Timeout, testutil.Interval)
 	time.Sleep(time.Second)
-	assert.False(t, secrets(), "the subject could read secrets through a binding nobody vouched for")
+	assert.False(t, secrets(), "the subject could read secrets through a binding no ceiling allowed")
 	got, _ := ready(t, si.Name)
 	assert.Empty(t, got.Status.BoundNamespaces, "the removed binding's namespace is no longer reported bound")
 }

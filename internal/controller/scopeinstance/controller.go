@@ -80,15 +80,6 @@ import (
 	"github.com/operator-framework/oria/internal/watch"
 )
 
-// Event reasons.
-const (
-	EventBindingsCreated  = "BindingsCreated"
-	EventBindingsUpdated  = "BindingsUpdated"
-	EventBindingsReplaced = "BindingsReplaced"
-	EventBindingsDeleted  = "BindingsDeleted"
-	EventConflict         = "Conflict"
-)
-
 // ControllerName names the controller in logs and metrics; RecorderName is
 // the reporting controller of its Events.
 const (
@@ -109,7 +100,7 @@ const ServiceAccountRecheck = 3 * time.Second
 
 // DefaultMaxConcurrentReconciles is how many fan-outs are bound at once
 // (instances over many namespaces reconciled inside their window; the
-// controller has RevokeWorkers more workers for everything else, turn.go).
+// controller has RevokeWorkers more workers for everything else, Hold).
 // A worker waits for the slowest write of its instance before taking
 // the next, so too few leave the API server's capacity unused; too many
 // only hold plans in memory (thousands of desired bindings each), because
@@ -123,7 +114,7 @@ const DefaultMaxConcurrentReconciles = 4
 type Options struct {
 	// MaxConcurrentReconciles is the number of fan-outs bound at once
 	// (DefaultMaxConcurrentReconciles when 0); the controller has
-	// RevokeWorkers more workers (turn.go).
+	// RevokeWorkers more workers (Hold).
 	MaxConcurrentReconciles int
 	// Workers bounds the parallel writes of one reconcile
 	// (engine.DefaultWorkers when 0).
@@ -189,7 +180,7 @@ type Reconciler struct {
 	warnings reconciler.Warnings
 	// windowEvents remembers the Events of time-bound grants recorded.
 	windowEvents windowMemo
-	// binds holds a token per reconcile binding (turn.go).
+	// binds holds a token per fan-out binding (Hold).
 	binds chan struct{}
 	// roles reads the roles a gate copies (gate.go).
 	roles lookup.Roles
@@ -323,10 +314,42 @@ func (r *Reconciler) instancesOf(ctx context.Context, template string) []reconci
 // Reconcile brings one instance's bindings and status up to date (the
 // steps below, run by reconciler.Reconcile).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
-	ctx, t := withTurn(ctx, r.binds)
-	defer t.done()
-	res, err := reconciler.Reconcile[*oriav1alpha1.ScopeInstance, *plan, result](ctx, req, r.Client, r)
-	return t.result(res, err, r.now()), err
+	return reconciler.Reconcile[*oriav1alpha1.ScopeInstance, *plan, result](ctx, req, r.Client, r)
+}
+
+// The bind slots (reconciler.Holder). The controller's workers are the
+// fan-outs it binds at once (MaxConcurrentReconciles,
+// DefaultMaxConcurrentReconciles) plus RevokeWorkers. A fan-out (an
+// instance with a namespace selector, or listing more than
+// binding.SmallGrant namespaces: binding.FanOut) holds one of the bind
+// slots for the whole reconcile when it binds (inside its window, or a
+// gated one before it): its plan holds a desired binding per namespace
+// and its writes fill the engine's tokens. Every other reconcile holds
+// none: a revocation (outside the window), a small grant (a few listed
+// namespaces, or cluster-wide). So the grants that expire, or start,
+// together are revoked, or bound, together, not MaxConcurrentReconciles at
+// a time behind one another, and none waits for a fan-out in progress,
+// only, when every worker is busy, for the first reconcile to finish.
+var _ reconciler.Holder[*oriav1alpha1.ScopeInstance] = (*Reconciler)(nil)
+
+// RevokeWorkers are the controller's workers beyond its bind slots: the
+// revocations and small grants it runs at once while every bind slot is
+// taken.
+const RevokeWorkers = 12
+
+// Hold takes a bind slot for a fan-out that binds now (waiting for one, or
+// for ctx to end); release gives it back.
+func (r *Reconciler) Hold(ctx context.Context, si *oriav1alpha1.ScopeInstance) (release func(), err error) {
+	phase, _ := binding.InstanceWindow(si.Spec).At(r.Now())
+	if !binding.FanOut(si.Spec) || !binds(si.Spec, phase) {
+		return func() {}, nil
+	}
+	select {
+	case r.binds <- struct{}{}:
+		return func() { <-r.binds }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // New returns an empty ScopeInstance to read into.
@@ -336,30 +359,6 @@ func (r *Reconciler) New() *oriav1alpha1.ScopeInstance { return &oriav1alpha1.Sc
 // revocation never waits on a finalizer.
 func (r *Reconciler) Deleting(ctx context.Context, si *oriav1alpha1.ScopeInstance) error {
 	return r.Cleanup(ctx, si.Name)
-}
-
-// Write carries out the plan. Outside its window the instance only
-// deletes (writeClosed, window.go), whatever else is wrong with it. A spec
-// error writes nothing but revokes the bindings its current spec no longer
-// allows and those its ServiceAccount no longer vouches for
-// (revokeFrozen, ceiling.go). Otherwise write (write.go) binds.
-func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
-	switch {
-	case p.phase != binding.WindowOpen && p.bind == nil && p.revoke.specErr == nil:
-		r.latency.Abandon(si.Name)
-		return r.writeClosed(ctx, si, p)
-	case p.revoke != nil:
-		r.latency.Abandon(si.Name)
-		return r.revokeFrozen(ctx, si, p.revoke), nil
-	}
-	res, err := r.write(ctx, si, p.bind)
-	if err != nil {
-		return res, err
-	}
-	if !res.gateless {
-		r.recordWindow(ctx, si, p, res)
-	}
-	return res, res.err()
 }
 
 // Status sets the instance's status (computeStatus).
@@ -381,12 +380,18 @@ func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.Scop
 // Requeue looks again after the recheck interval when the outcome depends
 // on objects oria does not watch (unwatched), within ServiceAccountRecheck
 // while the instance's ServiceAccount is missing, when the writes relied on
-// an expectation, when a coalesced restart of the publication is due, and
-// at the next instant of its window (windowRequeue).
-func (r *Reconciler) Requeue(p *plan, res result) time.Duration {
-	return reconciler.Soonest(reconciler.RecheckIf(res.unwatched(p), r.recheck()),
-		reconciler.RecheckIf(p.serviceAccountMissing(), min(ServiceAccountRecheck, r.recheck())), res.summary.Recheck(), res.published.After,
-		r.windowRequeue(p))
+// an expectation, when a coalesced restart of the publication is due; and
+// at the next instant of its window, exactly, with its priority
+// (windowInstant), or at once after a gate was emptied at the expiry.
+func (r *Reconciler) Requeue(p *plan, res result) reconciler.Requeue {
+	q := reconciler.In(reconciler.Soonest(reconciler.RecheckIf(res.unwatched(p), r.recheck()),
+		reconciler.RecheckIf(p.serviceAccountMissing(), min(ServiceAccountRecheck, r.recheck())), res.summary.Recheck(), res.published.After))
+	if res.again {
+		q.At = p.now
+		return q
+	}
+	q.At, q.Priority = r.windowInstant(p)
+	return q
 }
 
 func (r *Reconciler) recheck() time.Duration {

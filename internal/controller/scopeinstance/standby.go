@@ -46,7 +46,7 @@ import (
 // already gone, or replaced, counts as deleted). It judges the window by
 // its own clock, as compiled (whole seconds): a replica whose clock runs
 // ahead revokes that much early, which fails closed. The leader does not
-// run it (its controller revokes at the instant, exactly, turn.go), nor
+// run it (its controller revokes at the instant, exactly: Requeue), nor
 // does a replica once it leads.
 
 // StandbyGrace is how long after a window closes a standby replica looks
@@ -239,10 +239,11 @@ func (s *Standby) revoke(ctx context.Context, name string) (again bool, err erro
 // this instance's) and bindings as the cache shows them.
 func (s *Standby) cached(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*rbacv1.ClusterRole, []*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
 	r := &Reconciler{Deps: s.deps}
-	rbs, crbs, err := r.existingBindings(si.Name)
+	existing, err := r.existingBindings(si.Name)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	rbs, crbs := existing.RoleBindings, existing.ClusterRoleBindings
 	gate := &rbacv1.ClusterRole{}
 	err = s.deps.Client.Get(ctx, types.NamespacedName{Name: binding.GateName(si.Name, string(si.UID))}, gate)
 	if apierrors.IsNotFound(err) || (err == nil && !ownership.ControlledByUID(gate, si.UID)) {

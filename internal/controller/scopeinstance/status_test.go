@@ -20,8 +20,8 @@ import (
 // withBound sets res.bound as write does, from the outcomes of the intended
 // bindings (here all of res.summary).
 func withBound(instance string, p *plan, res result) result {
-	if p != nil && p.bind != nil {
-		res.bound = boundNamespaces(instance, p.bind, res.summary)
+	if p != nil && p.action == bindAll {
+		res.bound = boundNamespaces(instance, p, res.summary)
 	}
 	return res
 }
@@ -56,71 +56,71 @@ func TestComputeStatus(t *testing.T) {
 			Conditions: cond(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, "cache not synced")},
 	}, {
 		name: "spec error: terminal, bound namespaces kept",
-		p:    &plan{revoke: &revokePlan{specErr: &binding.SpecError{Reason: oriav1alpha1.ReasonTemplateNotFound, Message: "no template"}}},
+		p:    &plan{action: revokeOnly, specErr: &binding.SpecError{Reason: oriav1alpha1.ReasonTemplateNotFound, Message: "no template"}},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"old"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonTemplateNotFound, "no template")},
 	}, {
 		name: "bound in namespaces",
-		p:    &plan{bind: &bindPlan{template: tmpl, roles: []string{"view"}, targets: ns("a", "b")}},
+		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a", "b")},
 		res:  result{summary: summary()},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a", "b"}, BoundNamespaceCount: 2,
 			Conditions: cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 2 namespace(s)")},
 	}, {
 		name: "published: the publication status is reported",
-		p:    &plan{bind: &bindPlan{template: tmpl, roles: []string{"view"}, targets: ns("a")}},
+		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a")},
 		res:  result{summary: summary(), published: publisher.Outcome{Status: &oriav1alpha1.PublicationStatus{ConfigMap: "op/scope:namespaces", Namespaces: 2, Hash: "h"}}},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Publication: &oriav1alpha1.PublicationStatus{ConfigMap: "op/scope:namespaces", Namespaces: 2, Hash: "h"},
 			Conditions:  cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 1 namespace(s)")},
 	}, {
 		name: "a foreign ConfigMap key: Conflict, the bindings are reported in place",
-		p:    &plan{bind: &bindPlan{template: tmpl, roles: []string{"view"}, targets: ns("a")}},
+		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a")},
 		res:  result{summary: summary(), published: publisher.Outcome{Conflict: `key "namespaces" of ConfigMap op/scope is managed by someone else (x)`}},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonConflict,
 				`1 ClusterRole(s) bound in 1 namespace(s), but spec.publication: key "namespaces" of ConfigMap op/scope is managed by someone else (x); oria leaves it as it is and looks again every 30s`)},
 	}, {
 		name: "a selector that matches nothing yet says so",
-		p:    &plan{bind: &bindPlan{template: tmpl, roles: []string{"view"}}},
+		p:    &plan{template: tmpl, roles: []string{"view"}},
 		res:  result{summary: summary()},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces,
 			Conditions: cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 0 namespaces: no namespace matches yet; namespaces are bound as soon as they match")},
 	}, {
 		name: "the template references a ClusterRole that does not exist",
-		p: &plan{bind: &bindPlan{template: &oriav1alpha1.ScopeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Status: oriav1alpha1.ScopeTemplateStatus{
+		p: &plan{template: &oriav1alpha1.ScopeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Status: oriav1alpha1.ScopeTemplateStatus{
 			Conditions: []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionFalse, Reason: oriav1alpha1.ReasonClusterRoleNotFound, Message: `ClusterRole(s) "viewer" do not exist`}},
-		}}, roles: []string{"viewer"}, targets: ns("a")}},
+		}}, roles: []string{"viewer"}, targets: ns("a")},
 		res: result{summary: summary()},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonClusterRoleNotFound, `1 ClusterRole(s) bound in 1 namespace(s), but ScopeTemplate "t": ClusterRole(s) "viewer" do not exist`)},
 	}, {
 		name: "cluster-wide",
-		p:    &plan{bind: &bindPlan{template: tmpl, roles: []string{"view", "edit"}, targets: binding.Targets{Cluster: true}}},
+		p:    &plan{template: tmpl, roles: []string{"view", "edit"}, cluster: true, targets: binding.Targets{Cluster: true}},
 		res:  result{summary: summary()},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeCluster,
 			Conditions: cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "2 ClusterRole(s) bound cluster-wide")},
 	}, {
 		name: "a failed namespace is not bound, and the write error is Unknown",
-		p:    &plan{bind: &bindPlan{template: tmpl, roles: []string{"view"}, targets: ns("a", "b")}},
+		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a", "b")},
 		res:  result{summary: summary("b")},
 		err:  errors.New("forbidden in b"),
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, "forbidden in b")},
 	}, {
 		name: "conflict",
-		p:    &plan{bind: &bindPlan{template: tmpl, roles: []string{"view"}, targets: ns("a", "b")}},
+		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a", "b")},
 		res:  result{summary: summary("b"), conflicts: []string{`RoleBinding "x" in namespace "b" exists`}},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, `RoleBinding "x" in namespace "b" exists; oria leaves such objects alone: remove or rename them`)},
 	}, {
 		name: "missing namespace",
-		p:    &plan{bind: &bindPlan{template: tmpl, roles: []string{"view"}, targets: binding.Targets{Namespaces: []string{"a"}, Missing: []string{"later"}}}},
+		p:    &plan{template: tmpl, roles: []string{"view"}, targets: binding.Targets{Namespaces: []string{"a"}, Missing: []string{"later"}}},
 		res:  result{summary: summary()},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonNamespaceNotFound, "namespace(s) later do not exist; they are bound as soon as they are created (bound in 1 other namespace(s))")},
 	}, {
 		name: "pending inline role: only namespaces that still have its binding count as bound",
-		p:    &plan{bind: &bindPlan{template: tmpl, roles: []string{"view"}, pending: []string{"inline"}, targets: ns("a", "b"), existingRBs: keptInA}},
+		p:    &plan{template: tmpl, roles: []string{"view"}, pending: []string{"inline"}, targets: ns("a", "b"), existing: binding.Set{RoleBindings: keptInA}},
 		res:  result{summary: summary()},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, "waiting for the ScopeTemplate controller to create ClusterRole(s) inline")},

@@ -21,7 +21,7 @@ func at(d time.Duration) *metav1.Time { return &metav1.Time{Time: t0.Add(d)} }
 // closed is the plan of an instance outside its window at t0.
 func closed(w binding.Window, cluster bool) *plan {
 	phase, _ := w.At(t0)
-	return &plan{now: t0, window: w, phase: phase, pins: map[string]string{"a": "uid-a"}, revoke: &revokePlan{cluster: cluster}}
+	return &plan{now: t0, window: w, phase: phase, pins: map[string]string{"a": "uid-a"}, action: revokeAll, cluster: cluster}
 }
 
 // TestComputeStatusWindow: outside its window an instance reports Pending
@@ -62,7 +62,7 @@ func TestComputeStatusWindow(t *testing.T) {
 			Conditions: cond(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, "deleting RoleBinding a/x: boom")},
 	}, {
 		name: "open: Bound, with its end (an instant)",
-		p:    &plan{now: t0, window: binding.Window{ExpiresAt: at(3 * time.Hour)}, phase: binding.WindowOpen, bind: &bindPlan{roles: []string{"view"}, template: &oriav1alpha1.ScopeTemplate{}, targets: binding.Targets{Namespaces: []string{"a"}}}},
+		p:    &plan{now: t0, window: binding.Window{ExpiresAt: at(3 * time.Hour)}, phase: binding.WindowOpen, roles: []string{"view"}, template: &oriav1alpha1.ScopeTemplate{}, targets: binding.Targets{Namespaces: []string{"a"}}},
 		res:  result{bound: []string{"a"}},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 3, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionTrue, oriav1alpha1.ReasonBound, "1 ClusterRole(s) bound in 1 namespace(s), until 2025-06-06T15:00:00Z")},
@@ -109,39 +109,5 @@ func TestWindowEvent(t *testing.T) {
 				t.Errorf("windowEvent = %q, want %q", got, tc.want)
 			}
 		})
-	}
-}
-
-// TestWindowRequeue: a time-bound instance looks again at the next instant
-// of its window (the expiry warning first), never by polling.
-func TestWindowRequeue(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		w    binding.Window
-		lead time.Duration
-		want time.Duration
-	}{
-		{"no window: never", binding.Window{}, 15 * time.Minute, 0},
-		{"pending: at notBefore", binding.Window{NotBefore: at(time.Hour)}, 15 * time.Minute, time.Hour},
-		{"open: at the warning first", binding.Window{ExpiresAt: at(time.Hour)}, 15 * time.Minute, 45 * time.Minute},
-		{"open, within the warning: at expiresAt", binding.Window{ExpiresAt: at(10 * time.Minute)}, 15 * time.Minute, 10 * time.Minute},
-		{"open, no warning: at expiresAt", binding.Window{ExpiresAt: at(time.Hour)}, 0, time.Hour},
-		{"open, no end: never", binding.Window{NotBefore: at(-time.Hour)}, 15 * time.Minute, 0},
-		{"expired: never again", binding.Window{ExpiresAt: at(-time.Second)}, 15 * time.Minute, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := newReconciler(Deps{}, Options{ExpiryWarning: tc.lead, Now: func() time.Time { return t0 }})
-			phase, _ := tc.w.At(t0)
-			if got := r.windowRequeue(&plan{now: t0, window: tc.w, phase: phase}); got != tc.want {
-				t.Errorf("windowRequeue = %v, want %v", got, tc.want)
-			}
-		})
-	}
-	// Measured from now, not from when the plan was made; an instant
-	// already passed is looked at at once.
-	r := newReconciler(Deps{}, Options{Now: func() time.Time { return t0.Add(2 * time.Second) }})
-	w := binding.Window{ExpiresAt: at(time.Second)}
-	if got := r.windowRequeue(&plan{now: t0, window: w}); got != time.Millisecond {
-		t.Errorf("windowRequeue past the instant = %v, want 1ms", got)
 	}
 }

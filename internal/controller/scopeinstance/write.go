@@ -5,52 +5,19 @@ import (
 	"errors"
 	"fmt"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/publisher"
 )
-
-// Cleanup removes the bindings and the gate of a deleted instance, and
-// what it published.
-func (r *Reconciler) Cleanup(ctx context.Context, instance string) error {
-	r.spacing.Forget(instance)
-	r.windowEvents.forget(instance)
-	if err := r.publisher().Withdraw(ctx, instance, nil); err != nil {
-		return err
-	}
-	rbs, crbs, err := r.existingBindings(instance)
-	if err != nil {
-		return err
-	}
-	gates, err := r.gatesOf(ctx, instance)
-	if err != nil {
-		return err
-	}
-	w := r.writer()
-	// A gate is emptied first: its bindings then grant nothing at once. It
-	// goes last, never leaving a binding to a name no role holds.
-	emptied := r.emptyGates(ctx, gates)
-	deletedRBs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, rbs)
-	deletedCRBs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, crbs)
-	var deletedGates []engine.Outcome
-	if len(engine.Summarize(deletedRBs, deletedCRBs).Errors) == 0 {
-		deletedGates = engine.Delete(ctx, w, gateKind.Name, gates)
-	}
-	s := engine.Summarize(emptied, deletedRBs, deletedCRBs, deletedGates)
-	if n := s.Count[engine.Deleted]; n > 0 {
-		ctrl.LoggerFrom(ctx).Info("deleted the bindings of a deleted ScopeInstance", "count", n)
-	}
-	return summarizeErrors(s.Errors)
-}
-
-// writer is the engine's writer of one reconcile, writing as oria.
-func (r *Reconciler) writer() *engine.Writer {
-	return r.Base.Writer(r.recheck(), r.opts.Workers)
-}
 
 // result is what the writes of one reconcile did.
 type result struct {
@@ -58,22 +25,25 @@ type result struct {
 	ensuredRBs []engine.Outcome
 	// conflicts are sentences naming what was left alone.
 	conflicts []string
-	// bound are the target namespaces where every intended binding is in
+	// bound are the target namespaces where every wanted binding is in
 	// place, computed once (boundNamespaces) for both the publication and
 	// status.boundNamespaces.
 	bound []string
 	// published is what the publication did.
 	published publisher.Outcome
-	// revoked counts the bindings deleted because the ServiceAccount no
-	// longer vouches for what their role grants.
+	// revoked counts the bindings deleted because the spec or the ceiling
+	// no longer allows them, or the window closed.
 	revoked int
 	// emptied names the gate emptied at the expiry, and left counts its
-	// bindings, deleted by the next reconcile (window.go).
+	// bindings, deleted by the next reconcile.
 	emptied string
 	left    int
 	// gateless: the instance's gate could not be created, so nothing was
-	// bound (gateMissing).
+	// bound.
 	gateless bool
+	// again: look again at once (the gate was emptied at the expiry, its
+	// bindings are deleted next).
+	again bool
 }
 
 // refused reports whether the ServiceAccount may not write some bindings.
@@ -91,84 +61,295 @@ func (res result) err() error {
 // what the ServiceAccount may grant (refused), the referenced roles of an
 // instance with a ceiling (see ceiling.go).
 func (res result) unwatched(p *plan) bool {
-	return len(res.conflicts) > 0 || res.refused() || res.published.Conflict != "" || p.hasCeiling()
+	return len(res.conflicts) > 0 || res.refused() || res.published.Conflict != "" || p.hasCeiling
 }
 
-// write carries out a bind plan: it creates and repairs first, publishes
-// (publisher.Publisher), deletes after, so that a changed role never leaves a
-// gap without access and a published namespace always has its bindings.
-// A gated instance's gate is written before or after its bindings, and
-// deleted last when it is no longer wanted (gate.go).
-// For an instance with a ceiling, the ServiceAccount is asked first about
-// roles whose new rules are held back, and a binding it no longer vouches
-// for is deleted at once (see ceiling.go). The calls, in order:
+// Write carries out the plan, in one order for every action, so that a
+// changed role never leaves a gap without access, nothing is granted
+// early, and a published namespace always has its bindings:
 //
-//   - writerFor (serviceaccount.go): oria's writer, or one granting as the
-//     ceiling ServiceAccount;
-//   - vouch (ceiling.go): authz.Authorizer.CheckEachBind for the
-//     ServiceAccount;
-//   - engine.Ensure of the RoleBindings and ClusterRoleBindings
-//     (engine/ensure.go);
-//   - revoke (ceiling.go): engine.Delete of what the ServiceAccount no
-//     longer vouches for;
-//   - publisher.Publisher.Publish (publish/publisher.go), whose writes are
-//     engine.ApplyKey, CreateNew, Disown, ApplyRestart (engine/shared.go);
-//   - engine.Delete of the stale bindings (engine/ensure.go).
-func (r *Reconciler) write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *bindPlan) (result, error) {
+//  1. the gate first (writeGateFirst, gate.go): created (a binding is never
+//     made to a name no role holds), emptied or narrowed; outside the
+//     window emptied, which ends the grant: the rest is the next
+//     reconcile's;
+//  2. bindAll: the ceiling asked about roles whose new rules are held back
+//     (askCeiling, ceiling.go: authz.Authorizer.CheckEachBind), the
+//     bindings ensured (engine.Ensure, as the ceiling's ServiceAccount when
+//     the instance names one: writerFor), what the ceiling no longer
+//     allows deleted at once (as oria), then the gate filled;
+//  3. the publication (publisher.Publisher.Publish, whose writes are the
+//     engine's): the namespaces bound now, none outside the window;
+//  4. the deletions (engine.Delete, as oria: taking access away needs no
+//     ceiling): the stale bindings, every binding outside the window,
+//     those a spec error no longer allows;
+//  5. the gate last, once its bindings are gone (deleteGate);
+//  6. the Events (events.go).
+func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
+	var res result
+	if p.action != bindAll {
+		r.latency.Abandon(si.Name)
+	}
+	gate := r.writeGateFirst(ctx, si, p)
+	switch g := engine.Summarize(gate); {
+	case p.gate.op == gateCreate && len(g.Errors)+len(g.Conflicts) > 0:
+		// No gate, no binding of it: a binding is never made to a name no
+		// role of this instance's holds.
+		res = r.gateMissing(si, g)
+		return res, res.err()
+	case p.gate.op == gateEnd && len(gate) > 0 && len(g.Errors) == 0:
+		// The grant ended with that write. Its bindings, which grant
+		// nothing now, are deleted by the next reconcile (again), at
+		// routine priority: after the other grants' work at the same
+		// instant.
+		res = result{summary: g, emptied: p.gate.cur.Name, left: p.revoke.Len(), again: true}
+		res.published = r.publisher().Publish(ctx, si, false, nil, false)
+		r.recordWindow(ctx, si, p, res)
+		return res, res.err()
+	}
+	var ensuredRBs, ensuredCRBs []engine.Outcome
+	var revokedRBs, revokedCRBs []engine.Outcome
+	if p.action == bindAll {
+		var err error
+		if ensuredRBs, ensuredCRBs, revokedRBs, revokedCRBs, err = r.bind(ctx, si, p); err != nil {
+			return result{}, err
+		}
+		if p.gate.op == gateFill {
+			gate = r.writeGate(ctx, si, p.gate) // filled once its bindings are in place
+		}
+		res.bound = boundNamespaces(si.Name, p, engine.Summarize(ensuredRBs, ensuredCRBs))
+		if p.gate.wanted() && !p.gate.filled() {
+			// Bound to an empty gate before the window: nothing is granted.
+			res.bound = nil
+		}
+		res.ensuredRBs = ensuredRBs
+	}
+	if p.action != revokeOnly {
+		ensured := engine.Summarize(ensuredRBs, ensuredCRBs)
+		clusterOK := p.action == bindAll && len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted)+p.withheld == 0
+		res.published = r.publisher().Publish(ctx, si, p.action == bindAll && p.targets.Cluster, res.bound, clusterOK)
+	}
+	w := r.writer()
+	deletedRBs := append(revokedRBs, engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.revoke.RoleBindings)...)
+	deletedCRBs := append(revokedCRBs, engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.revoke.ClusterRoleBindings)...)
+	res.summary = engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs, gate, r.deleteGate(ctx, p.gate, deletedRBs))
+	res.revoked = len(deletedRBs) + len(deletedCRBs)
+	if p.action == bindAll {
+		res.revoked = len(revokedRBs) + len(revokedCRBs)
+	}
+	res.conflicts = conflicts(p, res.summary)
+	r.recordWrites(ctx, si, p, res, ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs)
+	return res, res.err()
+}
+
+// gateKind writes gates.
+var gateKind = engine.GateRoleKind()
+
+// writeGateFirst writes the gate when it goes before the bindings
+// (gateCreate, gateNarrow; gateEnd: emptied), and returns the outcome.
+func (r *Reconciler) writeGateFirst(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) []engine.Outcome {
+	switch p.gate.op {
+	case gateCreate, gateNarrow:
+		return r.writeGate(ctx, si, p.gate)
+	case gateEnd:
+		return r.emptyGates(ctx, []*rbacv1.ClusterRole{p.gate.cur})
+	}
+	return nil
+}
+
+// writeGate writes g.want, and returns the outcome.
+func (r *Reconciler) writeGate(ctx context.Context, si *oriav1alpha1.ScopeInstance, g gatePlan) []engine.Outcome {
+	cached := map[types.NamespacedName]*rbacv1.ClusterRole{}
+	if g.cur != nil {
+		cached[engine.Key(g.cur)] = g.cur
+	}
+	owns := func(o client.Object) bool { return ownership.ControlledByUID(o, si.UID) }
+	return engine.Ensure(ctx, r.writer(), gateKind, owns, []*rbacv1.ClusterRole{g.want}, cached)
+}
+
+// holdGate makes each of rbs that names the instance's gate block the
+// gate's deletion (binding.HoldGate), by its UID: the cached gate's, or,
+// when it was created (or replaced) just now, the API server's.
+func (r *Reconciler) holdGate(ctx context.Context, si *oriav1alpha1.ScopeInstance, g gatePlan, rbs []*rbacv1.RoleBinding) error {
+	if !g.wanted() || len(rbs) == 0 {
+		return nil
+	}
+	uid := types.UID("")
+	if g.cur != nil && g.cur.DeletionTimestamp.IsZero() {
+		uid = g.cur.UID
+	} else {
+		live := &rbacv1.ClusterRole{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Name: g.want.Name}, live)
+		switch {
+		case apierrors.IsNotFound(err):
+			// Not created (a conflict, reported), or gone again: the next
+			// reconcile creates it, and then its bindings.
+			return fmt.Errorf("the gate %q of this time-bound grant does not exist yet", g.want.Name)
+		case err != nil:
+			return fmt.Errorf("reading the gate %q: %w", g.want.Name, err)
+		case !ownership.ControlledByUID(live, si.UID):
+			return fmt.Errorf("ClusterRole %q, the gate of this time-bound grant, was not created by oria for this instance", g.want.Name)
+		}
+		uid = live.UID
+	}
+	binding.HoldGate(rbs, binding.GateHold(g.want.Name, uid))
+	return nil
+}
+
+// emptyGates removes the rules of gates (oria's, as the cache shows them)
+// that have any, so that their bindings grant nothing before they go.
+func (r *Reconciler) emptyGates(ctx context.Context, gates []*rbacv1.ClusterRole) []engine.Outcome {
+	return engine.EmptyGates(ctx, r.writer(), gates)
+}
+
+// gateMissing is the result of a reconcile whose gate could not be
+// created (g: that write): nothing else is written; a conflict is
+// reported as such, an error retried.
+func (r *Reconciler) gateMissing(si *oriav1alpha1.ScopeInstance, g engine.Summary) result {
+	res := result{summary: g, gateless: true}
+	for _, c := range g.Conflicts {
+		res.conflicts = append(res.conflicts, c.Error())
+	}
+	r.recordEvents(si, nil, nil, nil, nil, res.conflicts)
+	return res
+}
+
+// deleteGate deletes a gate that is no longer wanted, once its bindings
+// are deleted (deleted: those deletions): a binding is never left to a
+// name no role holds.
+func (r *Reconciler) deleteGate(ctx context.Context, g gatePlan, deleted []engine.Outcome) []engine.Outcome {
+	if (g.op != gateEnd && g.op != gateDelete) || len(engine.Summarize(deleted).Errors) > 0 {
+		return nil
+	}
+	return engine.Delete(ctx, r.writer(), gateKind.Name, []*rbacv1.ClusterRole{g.cur})
+}
+
+// bind writes the wanted bindings of a bindAll plan, after the ceiling
+// decided on the roles ahead, then deletes, as oria, at once, those the
+// ceiling no longer allows, and returns the outcomes of both.
+func (r *Reconciler) bind(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (rbs, crbs, revokedRBs, revokedCRBs []engine.Outcome, err error) {
 	w, err := r.writerFor(si)
 	if err != nil {
-		return result{}, err
+		return nil, nil, nil, nil, err
+	}
+	existingRBs, existingCRBs := engine.ByKey(p.existing.RoleBindings), engine.ByKey(p.existing.ClusterRoleBindings)
+	ans := answer{allowed: p.want}
+	if p.ceiling != nil {
+		if ans, err = r.askCeiling(ctx, p.ceiling, p, existingRBs, existingCRBs); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
+	if err := r.holdGate(ctx, si, p.gate, ans.allowed.RoleBindings); err != nil {
+		return nil, nil, nil, nil, err
 	}
 	instanceOwns := ownership.InstanceOwner(si.Name)
 	owns := func(o client.Object) bool { return instanceOwns(o) }
-	existingRBs, existingCRBs := engine.ByKey(p.existingRBs), engine.ByKey(p.existingCRBs)
-	v := vouched{rbs: p.wantRBs, crbs: p.wantCRBs}
-	if p.ceiling != nil {
-		if v, err = r.vouch(ctx, p.ceiling, p, existingRBs, existingCRBs); err != nil {
-			return result{}, err
-		}
-	}
-	var gate []engine.Outcome
-	if p.gate.gateFirstNow() {
-		gate = r.writeGate(ctx, si, p.gate)
-		if g := engine.Summarize(gate); p.gate.cur == nil && len(g.Errors)+len(g.Conflicts) > 0 {
-			// No gate, no binding of it: a binding is never made to a
-			// name no role of this instance's holds.
-			return r.gateMissing(si, g), nil
-		}
-	}
-	if err := r.holdGate(ctx, si, p.gate, v.rbs); err != nil {
-		return result{}, err
-	}
-	ensuredRBs := engine.Ensure(ctx, w, engine.RoleBindingKind, owns, v.rbs, existingRBs)
-	ensuredCRBs := engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, v.crbs, existingCRBs)
-	if !p.gate.gateFirstNow() {
-		gate = r.writeGate(ctx, si, p.gate) // filled once its bindings are in place
-	}
-	revokedRBs, revokedCRBs := revoke(ctx, w, v, ensuredRBs, ensuredCRBs, existingRBs, existingCRBs)
-	ensuredRBs, ensuredCRBs = append(ensuredRBs, v.refusedRBs...), append(ensuredCRBs, v.refusedCRBs...)
-	r.latency.Bound(si.Name, ensuredRBs)
-	ensured := engine.Summarize(ensuredRBs, ensuredCRBs)
-	bound := boundNamespaces(si.Name, p, ensured)
-	if p.gate != nil && p.gate.want != nil && !p.gate.filled() {
-		// Bound to an empty gate before the window: nothing is granted.
-		bound = nil
-	}
-	clusterOK := len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted)+p.withheld == 0
-	pubs := r.publisher().Publish(ctx, si, p.targets.Cluster, bound, clusterOK)
-	deletedRBs := append(revokedRBs, engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.staleRBs)...)
-	deletedCRBs := append(revokedCRBs, engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.staleCRBs)...)
-	res := result{summary: engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs, gate, r.deleteGate(ctx, p.gate, deletedRBs)), ensuredRBs: ensuredRBs,
-		bound: bound, published: pubs, revoked: len(revokedRBs) + len(revokedCRBs)}
-	if p.gate != nil && p.gate.conflict != "" {
-		res.conflicts = append(res.conflicts, p.gate.conflict)
+	rbs = engine.Ensure(ctx, w, engine.RoleBindingKind, owns, ans.allowed.RoleBindings, existingRBs)
+	crbs = engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, ans.allowed.ClusterRoleBindings, existingCRBs)
+	// What the ceiling no longer allows goes as soon as it is known,
+	// before anything else is written.
+	beyond := ans.beyond(rbs, crbs, existingRBs, existingCRBs)
+	revokedRBs = engine.Delete(ctx, r.writer(), engine.RoleBindingKind.Name, beyond.RoleBindings)
+	revokedCRBs = engine.Delete(ctx, r.writer(), engine.ClusterRoleBindingKind.Name, beyond.ClusterRoleBindings)
+	rbs, crbs = append(rbs, ans.refusedRBs...), append(crbs, ans.refusedCRBs...)
+	r.latency.Bound(si.Name, rbs)
+	return rbs, crbs, revokedRBs, revokedCRBs, nil
+}
+
+// conflicts are the sentences naming what a reconcile left alone: the
+// gate's name held by someone else, inline roles in conflict, and the
+// writes that found someone else's object.
+func conflicts(p *plan, s engine.Summary) []string {
+	var out []string
+	if p.gate.conflict != "" && p.action == bindAll {
+		out = append(out, p.gate.conflict)
 	}
 	for _, role := range p.conflicted {
-		res.conflicts = append(res.conflicts, fmt.Sprintf("ClusterRole %q of ScopeTemplate %q exists and was not created by oria for the template", role, p.template.Name))
+		out = append(out, fmt.Sprintf("ClusterRole %q of ScopeTemplate %q exists and was not created by oria for the template", role, p.template.Name))
 	}
-	for _, c := range res.summary.Conflicts {
-		res.conflicts = append(res.conflicts, c.Error())
+	for _, c := range s.Conflicts {
+		out = append(out, c.Error())
 	}
-	r.recordEvents(si, ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs, res.conflicts)
-	return res, nil
+	return out
+}
+
+// Cleanup removes the bindings and the gate of a deleted instance, and
+// what it published.
+func (r *Reconciler) Cleanup(ctx context.Context, instance string) error {
+	r.spacing.Forget(instance)
+	r.windowEvents.forget(instance)
+	if err := r.publisher().Withdraw(ctx, instance, nil); err != nil {
+		return err
+	}
+	existing, err := r.existingBindings(instance)
+	if err != nil {
+		return err
+	}
+	gates, err := r.gatesOf(ctx, instance)
+	if err != nil {
+		return err
+	}
+	w := r.writer()
+	// A gate is emptied first: its bindings then grant nothing at once. It
+	// goes last, never leaving a binding to a name no role holds.
+	emptied := r.emptyGates(ctx, gates)
+	deletedRBs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, existing.RoleBindings)
+	deletedCRBs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, existing.ClusterRoleBindings)
+	var deletedGates []engine.Outcome
+	if len(engine.Summarize(deletedRBs, deletedCRBs).Errors) == 0 {
+		deletedGates = engine.Delete(ctx, w, gateKind.Name, gates)
+	}
+	s := engine.Summarize(emptied, deletedRBs, deletedCRBs, deletedGates)
+	if n := s.Count[engine.Deleted]; n > 0 {
+		ctrl.LoggerFrom(ctx).Info("deleted the bindings of a deleted ScopeInstance", "count", n)
+	}
+	return summarizeErrors(s.Errors)
+}
+
+// writer is the engine's writer of one reconcile, writing as oria.
+func (r *Reconciler) writer() *engine.Writer {
+	return r.Base.Writer(r.recheck(), r.opts.Workers)
+}
+
+// writerFor returns the writer of si's bindings: oria's own, or, for an
+// instance with a ceiling, one that grants as its ServiceAccount.
+func (r *Reconciler) writerFor(si *oriav1alpha1.ScopeInstance) (*engine.Writer, error) {
+	w := r.writer()
+	if sa := si.Spec.ServiceAccount; sa != nil {
+		c, err := r.Impersonators.For(sa.Namespace, sa.Name)
+		if err != nil {
+			return nil, err
+		}
+		w.Client, w.Ceiling = c, true
+	}
+	return w, nil
+}
+
+// boundNamespaces returns the target namespaces where every intended
+// binding is in place (ensured: the outcomes of the intended bindings,
+// before any stale one is deleted), sorted. A reconcile computes it once:
+// it is both the published list and status.boundNamespaces.
+func boundNamespaces(instance string, p *plan, ensured engine.Summary) []string {
+	if p.targets.Cluster {
+		return nil
+	}
+	existing := engine.ByKey(p.existing.RoleBindings)
+	var out []string
+	for _, ns := range p.targets.Namespaces {
+		if ensured.Bad[ns] || ensured.Skipped[ns] || !pendingBound(instance, ns, p.pending, existing) || !pendingBound(instance, ns, p.ahead, existing) {
+			continue
+		}
+		out = append(out, ns)
+	}
+	return out
+}
+
+// pendingBound reports whether the bindings of the pending roles exist in
+// ns (kept from before), so that ns is still fully bound.
+func pendingBound(instance, ns string, pending []string, existing map[types.NamespacedName]*rbacv1.RoleBinding) bool {
+	for _, role := range pending {
+		if _, ok := existing[types.NamespacedName{Namespace: ns, Name: binding.BindingName(instance, role)}]; !ok {
+			return false
+		}
+	}
+	return true
 }

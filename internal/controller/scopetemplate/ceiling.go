@@ -2,7 +2,6 @@ package scopetemplate
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -17,12 +16,11 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
-	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/ownership"
 )
 
 // A ceiling holds for the life of a binding: the bindings of a ScopeInstance
-// with a serviceAccount were written as that ServiceAccount, which vouched
+// with a serviceAccount were written as that ServiceAccount, which allowed
 // for the rules their role had then, and each records their hash
 // (AnnotationCeilingRules). New rules for an inline role are therefore held
 // back, the role keeping its previous rules, while a binding of it by such
@@ -108,18 +106,11 @@ func (r *Reconciler) held(p *plan, withCeiling []string) (map[string][]string, e
 	return nil, nil
 }
 
-// instanceBindings returns the cached bindings labelled for instance and
-// not controlled by another one (lookup.InstanceBindings).
+// instanceBindings returns the cached bindings of instance
+// (lookup.InstanceBindings.Of).
 func (r *Reconciler) instanceBindings(instance string) ([]*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
-	rbs, crbs, err := r.Bindings.List(names.LabelValue(instance))
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing the bindings of ScopeInstance %q: %w", instance, err)
-	}
-	mine := func(o client.Object) bool {
-		return ownership.NotControlledByOther(o, ownership.KindScopeInstance, instance)
-	}
-	return slices.DeleteFunc(rbs, func(b *rbacv1.RoleBinding) bool { return !mine(b) }),
-		slices.DeleteFunc(crbs, func(b *rbacv1.ClusterRoleBinding) bool { return !mine(b) }), nil
+	set, err := r.Bindings.Of(instance)
+	return set.RoleBindings, set.ClusterRoleBindings, err
 }
 
 // hasCeiling passes bindings that record a ceiling (on either side of an

@@ -223,9 +223,9 @@ func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.Scop
 // missing referenced ClusterRole (objects oria does not watch), when the
 // writes relied on an expectation, and while new rules are held back for
 // the ServiceAccounts of instances with a ceiling (CeilingWaitInterval).
-func (r *Reconciler) Requeue(p *plan, s engine.Summary) time.Duration {
-	return reconciler.Soonest(reconciler.RecheckIf(len(s.Conflicts) > 0 || len(p.missing) > 0, r.recheck()), s.Recheck(),
-		reconciler.RecheckIf(len(p.held) > 0, CeilingWaitInterval))
+func (r *Reconciler) Requeue(p *plan, s engine.Summary) reconciler.Requeue {
+	return reconciler.In(reconciler.Soonest(reconciler.RecheckIf(len(s.Conflicts) > 0 || len(p.missing) > 0, r.recheck()), s.Recheck(),
+		reconciler.RecheckIf(len(p.held) > 0, CeilingWaitInterval)))
 }
 
 func (r *Reconciler) recheck() time.Duration {

@@ -3,6 +3,8 @@ package scopeinstance
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,12 +17,97 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/status"
 )
 
-// The Events of time-bound grants (AccessGranted, AccessExpiring,
-// AccessExpired): what each reconcile owes, recorded once per window.
+// Event reasons.
+const (
+	EventBindingsCreated  = "BindingsCreated"
+	EventBindingsUpdated  = "BindingsUpdated"
+	EventBindingsReplaced = "BindingsReplaced"
+	EventBindingsDeleted  = "BindingsDeleted"
+	EventConflict         = "Conflict"
+)
+
+// The Events of a reconcile: the bindings written and deleted, counted
+// (recordEvents), a conflict found, and those of time-bound grants
+// (AccessGranted, AccessExpiring, AccessExpired): what each reconcile owes,
+// recorded once per window (recordWindow).
+
+// recordWrites records the Events of what Write did: the bindings created,
+// updated, replaced and deleted, the conflicts, and the window's Event,
+// which, outside the window, stands for the deletions.
+func (r *Reconciler) recordWrites(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan, res result, rbs, crbs, delRBs, delCRBs []engine.Outcome) {
+	switch p.action {
+	case bindAll:
+		r.recordEvents(si, rbs, crbs, delRBs, delCRBs, res.conflicts)
+		r.recordWindow(ctx, si, p, res)
+	case revokeAll:
+		if !r.recordWindow(ctx, si, p, res) {
+			r.recordEvents(si, nil, nil, delRBs, delCRBs, nil)
+		}
+	case revokeOnly:
+		r.recordEvents(si, nil, nil, delRBs, delCRBs, nil)
+	}
+}
+
+// recordEvents emits one Event per kind of change with counts (naming the
+// first namespaces), never one per namespace.
+func (r *Reconciler) recordEvents(si *oriav1alpha1.ScopeInstance, rbs, crbs, delRBs, delCRBs []engine.Outcome, conflicts []string) {
+	count := func(action engine.Action, lists ...[]engine.Outcome) (n int, nss map[string]bool) {
+		nss = map[string]bool{}
+		for _, l := range lists {
+			for _, o := range l {
+				if o.Action == action {
+					n++
+					if o.Namespace != "" {
+						nss[o.Namespace] = true
+					}
+				}
+			}
+		}
+		return n, nss
+	}
+	describe := func(nRB int, nss map[string]bool, nCRB int) string {
+		var parts []string
+		if nRB > 0 {
+			// The namespaces are named (the first few): two changes in
+			// different namespaces are two events, not one counted twice.
+			names := slices.Sorted(maps.Keys(nss))
+			parts = append(parts, fmt.Sprintf("%d RoleBinding(s) in %d namespace(s): %s", nRB, len(nss), status.Enumerate(names, 5)))
+		}
+		if nCRB > 0 {
+			parts = append(parts, fmt.Sprintf("%d ClusterRoleBinding(s)", nCRB))
+		}
+		return strings.Join(parts, " and ")
+	}
+	for _, e := range []struct {
+		action engine.Action
+		reason string
+		verb   string
+		past   string
+		rb     []engine.Outcome
+		crb    []engine.Outcome
+	}{
+		{engine.Created, EventBindingsCreated, "Create", "created", rbs, crbs},
+		{engine.Updated, EventBindingsUpdated, "Update", "updated", rbs, crbs},
+		{engine.Replaced, EventBindingsReplaced, "Replace", "replaced (roleRef changed)", rbs, crbs},
+		{engine.Deleted, EventBindingsDeleted, "Delete", "deleted", delRBs, delCRBs},
+	} {
+		nRB, nss := count(e.action, e.rb)
+		nCRB, _ := count(e.action, e.crb)
+		if nRB+nCRB > 0 {
+			r.Recorder.Eventf(si, nil, corev1.EventTypeNormal, e.reason, e.verb, "%s %s", e.past, describe(nRB, nss, nCRB))
+		}
+	}
+	// A conflict is news when the instance was not already reporting it;
+	// every retry would otherwise repeat the warning.
+	if prev := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady); len(conflicts) > 0 && (prev == nil || prev.Reason != oriav1alpha1.ReasonConflict) {
+		r.Recorder.Eventf(si, nil, corev1.EventTypeWarning, EventConflict, "Create", "%s; left unchanged", status.Enumerate(conflicts, 5))
+	}
+}
 
 // windowEvent returns the reason of the Event a reconcile of a time-bound
 // instance owes ("" for none), given the window, where now lies in it, the
@@ -110,10 +197,8 @@ func windowKey(w binding.Window) string {
 
 // subjectsOf names the subjects of the instance's template, for an Event.
 func (r *Reconciler) subjectsOf(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) string {
-	var t *oriav1alpha1.ScopeTemplate
-	if p.bind != nil {
-		t = p.bind.template
-	} else {
+	t := p.template
+	if t == nil {
 		t = &oriav1alpha1.ScopeTemplate{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: si.Spec.ScopeTemplateName}, t); err != nil {
 			return fmt.Sprintf("the subjects of ScopeTemplate %q", si.Spec.ScopeTemplateName)

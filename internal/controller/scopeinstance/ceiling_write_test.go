@@ -39,7 +39,7 @@ func TestAsk(t *testing.T) {
 	want := []*rbacv1.RoleBinding{ceilingRB("a", "inline", "new"), ceilingRB("b", "inline", "new"), ceilingRB("c", "inline", "new"),
 		ceilingRB("a", "ref", "h")}
 	existing := engine.ByKey([]*rbacv1.RoleBinding{
-		ceilingRB("a", "inline", "new"), // vouched for already
+		ceilingRB("a", "inline", "new"), // allowed already
 		ceilingRB("b", "inline", "old"), // records the old rules
 		ceilingRB("a", "ref", "old"),    // not ahead: the API server checks it when it is written
 	})
@@ -79,12 +79,12 @@ func TestSplit(t *testing.T) {
 
 // A rewrite the ServiceAccount was refused removes the binding only when
 // its record differs from the intended one: then the role changed since
-// the ServiceAccount last vouched for it.
-func TestRefusedUnvouched(t *testing.T) {
+// the ServiceAccount last allowed it.
+func TestRefusedRewrites(t *testing.T) {
 	want := []*rbacv1.RoleBinding{ceilingRB("a", "ref", "h2"), ceilingRB("b", "ref", "h2"), ceilingRB("c", "ref", "h2"), ceilingRB("d", "ref", "h2")}
 	existing := engine.ByKey([]*rbacv1.RoleBinding{
 		ceilingRB("a", "ref", "h1"), // role changed, rewrite refused: goes
-		ceilingRB("b", "ref", "h2"), // vouched for; refused for another reason (subjects): stays
+		ceilingRB("b", "ref", "h2"), // allowed; refused for another reason (subjects): stays
 		ceilingRB("c", "ref", "h1"), // role changed, rewrite allowed
 	})
 	forbidden := errors.New("forbidden")
@@ -94,31 +94,31 @@ func TestRefusedUnvouched(t *testing.T) {
 		{Namespace: "c", Name: "b-ref", Action: engine.Updated},
 		{Namespace: "d", Name: "b-ref", Action: engine.Forbidden, Err: forbidden}, // a create: nothing to delete
 	}
-	if d := cmp.Diff([]string{"a/b-ref@h1"}, keys(refusedUnvouched(outcomes, want, existing, binding.RoleOfRoleBinding))); d != "" {
-		t.Errorf("refusedUnvouched (-want +got):\n%s", d)
+	if d := cmp.Diff([]string{"a/b-ref@h1"}, keys(refusedRewrites(outcomes, want, existing, binding.RoleOfRoleBinding))); d != "" {
+		t.Errorf("refusedRewrites (-want +got):\n%s", d)
 	}
 }
 
 func TestCeilingAnnotate(t *testing.T) {
 	c := &ceiling{values: map[string]string{"inline": "new", "pending": "p-new"}}
-	p := &bindPlan{wantRBs: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "")}, existingRBs: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "old"), ceilingRB("a", "pending", "p-old"), ceilingRB("b", "pending", "p-new"), ceilingRB("z", "gone", "")}, staleRBs: []*rbacv1.RoleBinding{ceilingRB("z", "gone", "")}}
+	p := &plan{want: binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "")}}, existing: binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "old"), ceilingRB("a", "pending", "p-old"), ceilingRB("b", "pending", "p-new"), ceilingRB("z", "gone", "")}}, revoke: binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("z", "gone", "")}}}
 	c.annotate(p)
-	if d := cmp.Diff([]string{"a/b-inline@new"}, keys(p.wantRBs)); d != "" {
+	if d := cmp.Diff([]string{"a/b-inline@new"}, keys(p.want.RoleBindings)); d != "" {
 		t.Errorf("intended bindings (-want +got):\n%s", d)
 	}
 	// The kept binding of the pending role that records old rules goes;
 	// the stale one is not listed twice.
-	if d := cmp.Diff([]string{"z/b-gone@", "a/b-pending@p-old"}, keys(p.staleRBs)); d != "" {
+	if d := cmp.Diff([]string{"z/b-gone@", "a/b-pending@p-old"}, keys(p.revoke.RoleBindings)); d != "" {
 		t.Errorf("stale bindings (-want +got):\n%s", d)
 	}
 }
 
-// A binding removed because the ServiceAccount no longer vouches for what
+// A binding removed because the ServiceAccount no longer allows what
 // its role grants is Forbidden, says so, and its namespace is not bound.
 func TestComputeStatusRevoked(t *testing.T) {
 	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "si", Generation: 2},
 		Spec: oriav1alpha1.ScopeInstanceSpec{ServiceAccount: &oriav1alpha1.ServiceAccountReference{Namespace: "sa-ns", Name: "sa-x"}}}
-	p := &plan{bind: &bindPlan{template: &oriav1alpha1.ScopeTemplate{}, roles: []string{"inline"}, targets: binding.Targets{Namespaces: []string{"a", "b"}}}}
+	p := &plan{template: &oriav1alpha1.ScopeTemplate{}, roles: []string{"inline"}, targets: binding.Targets{Namespaces: []string{"a", "b"}}}
 	refused := []engine.Outcome{{Namespace: "b", Name: "si-inline", Action: engine.Forbidden, Err: errors.New(`user "x" may not bind ClusterRole "inline" (missing: get secrets)`)}}
 	res := result{summary: engine.Summarize(refused, []engine.Outcome{{Namespace: "b", Name: "si-inline", Action: engine.Deleted}}), revoked: 1}
 	st := computeStatus(si, p, withBound(si.Name, p, res), nil)
