@@ -61,10 +61,14 @@ func TestAdmitCreate(t *testing.T) {
 			r.Spec.EligibleAs = nil
 			p.Spec.Subjects = append(p.Spec.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "alice"})
 		}},
-		{name: "over the maximum", user: alice, edit: func(_ *oriav1alpha1.RBACPolicy, r *oriav1alpha1.AccessRequest) { r.Spec.Duration.Duration = 61 * time.Minute },
+		{name: "over the maximum", user: alice, edit: func(_ *oriav1alpha1.RBACPolicy, r *oriav1alpha1.AccessRequest) {
+			r.Spec.Duration.Duration = 61 * time.Minute
+		},
 			refuse: "more than RBACPolicy"},
 		{name: "zero", user: alice, edit: func(_ *oriav1alpha1.RBACPolicy, r *oriav1alpha1.AccessRequest) { r.Spec.Duration.Duration = 0 }, refuse: "more than zero"},
-		{name: "negative", user: alice, edit: func(_ *oriav1alpha1.RBACPolicy, r *oriav1alpha1.AccessRequest) { r.Spec.Duration.Duration = -time.Second }, refuse: "more than zero"},
+		{name: "negative", user: alice, edit: func(_ *oriav1alpha1.RBACPolicy, r *oriav1alpha1.AccessRequest) {
+			r.Spec.Duration.Duration = -time.Second
+		}, refuse: "more than zero"},
 		{name: "namespace outside", user: alice, edit: func(_ *oriav1alpha1.RBACPolicy, r *oriav1alpha1.AccessRequest) {
 			r.Spec.Namespaces = []string{"team-a", "team-b"}
 		}, refuse: `spec.namespaces team-b: RBACPolicy "devs-edit" grants only in team-a`},

@@ -175,4 +175,3 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return a
 }
-
