@@ -257,3 +257,26 @@ func eventNamed(t *testing.T, r *oriav1alpha1.AccessRequest, reason, part string
 		assert.True(c, strings.Contains(strings.Join(notes, "\n"), part), "events %s of %s: %q", reason, r.Name, notes)
 	}, testutil.Timeout, 100*time.Millisecond)
 }
+
+// eligibleSample is the case of config/samples/rbacpolicy-eligible.yaml
+// (TestEachSampleAlone): the policy grants nothing by itself; alice (in
+// developers) asks for an hour, bob (in leads) approves, and alice may
+// edit in team-a, as the user guide shows.
+func eligibleSample(t *testing.T) {
+	fineGrainedArgocd(t)
+	ctx := context.Background()
+	applySample(t, "rbacpolicy-eligible.yaml")
+	waitReason(t, &oriav1alpha1.RBACPolicy{ObjectMeta: metav1.ObjectMeta{Name: "argocd-developers-eligible"}}, metav1.ConditionFalse, oriav1alpha1.ReasonEligible)
+	eventuallyAccess(t, false, developer("create", "team-a"))
+	requesters(t, "alice", "bob")
+	req := accessRequest("argocd-developers-eligible", "alice", "developers", time.Hour, "INC-1234: sync stuck", "team-a")
+	require.NoError(t, impersonate(t, "alice", "developers").Create(ctx, req.DeepCopy()))
+	cleanup(t, req)
+	waitState(t, req, oriav1alpha1.StateRequested)
+	eventuallyAccess(t, false, developer("create", "team-a"))
+	require.NoError(t, decide(t, impersonate(t, "bob", "leads"), req, eligibility.Approval, "bob", ""))
+	waitState(t, req, oriav1alpha1.StateActive)
+	eventuallyAccess(t, true, developer("create", "team-a"))
+	eventuallyAccess(t, false, developer("create", "team-b"), testutil.Access{User: "carol", Groups: []string{"developers"}, Verb: "create",
+		Group: "argoproj.io", Resource: "applications", Namespace: "team-a"})
+}
