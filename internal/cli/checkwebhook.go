@@ -64,7 +64,7 @@ func webhookConfigVerdict(f *CheckFacts, cfg *admissionregistrationv1.Validating
 	v := Verdict{Check: "webhook", Object: webhookObject + cfg.Name}
 	reinstall := "apply the install again (kubectl apply --server-side -f install.yaml): it sets the webhook as oria needs it"
 	var problems []string
-	for _, r := range []string{"scopetemplates", "scopeinstances", "rbacpolicies"} {
+	for _, r := range []string{"scopetemplates", "scopeinstances", "rbacpolicies", "accessrequests"} {
 		for _, op := range []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update} {
 			if !ruleCovers(wh.Rules, r, op) {
 				problems = append(problems, fmt.Sprintf("its rules do not cover %s of %s", op, r))
