@@ -68,6 +68,15 @@ func TestKubectlOriaRequestApprove(t *testing.T) {
 		assert.Contains(t, table, want)
 	}
 
+	// status and access name the activation's requester and approver.
+	statusText := kubectlOria(t, "status", ext)
+	t.Logf("kubectl oria status:\n%s", statusText)
+	assert.Contains(t, statusText, "AccessRequest "+name+": requested by \""+alice+"\" (INC-7: stuck), approved by \""+bob+"\"")
+	accessText := kubectlOria(t, "access", ext, "-n", teamA)
+	t.Logf("kubectl oria access:\n%s", accessText)
+	assert.Contains(t, accessText, "AccessRequest "+name)
+	assert.Contains(t, accessText, "requested by \""+alice+"\", approved by \""+bob+"\"")
+
 	out = kubectlOria(t, append([]string{"end", name, "--reason", "done"}, asAlice...)...)
 	assert.Contains(t, out, "ended by "+alice)
 	waitAllowed(t, false, aliceInA)
