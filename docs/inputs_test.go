@@ -21,7 +21,7 @@ import (
 // "What oria reads, and who can write it" (issue 38).
 var decidingPackages = []string{
 	"internal/controller", "internal/binding", "internal/policy", "internal/engine", "internal/lookup",
-	"internal/ownership", "internal/genroles", "internal/bundlerole", "internal/publish", "internal/olm",
+	"internal/ownership", "internal/genroles", "internal/bundlerole", "internal/publish", "internal/olm", "internal/eligibility",
 }
 
 // metadataInputs are the metadata fields that carry authority, by the Go

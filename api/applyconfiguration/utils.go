@@ -32,6 +32,12 @@ import (
 func ForKind(kind schema.GroupVersionKind) interface{} {
 	switch kind {
 	// Group=oria.operatorframework.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithKind("AccessRequest"):
+		return &apiv1alpha1.AccessRequestApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("AccessRequestSpec"):
+		return &apiv1alpha1.AccessRequestSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("AccessRequestStatus"):
+		return &apiv1alpha1.AccessRequestStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("APIRef"):
 		return &apiv1alpha1.APIRefApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BindingTemplate"):
@@ -40,6 +46,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1alpha1.ClusterRoleTemplateApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ConfigMapKeyReference"):
 		return &apiv1alpha1.ConfigMapKeyReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Eligibility"):
+		return &apiv1alpha1.EligibilityApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Publication"):
 		return &apiv1alpha1.PublicationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("PublicationStatus"):

@@ -136,4 +136,29 @@ const (
 	// ReasonReconcileError (status Unknown): an unexpected error, such as the
 	// API server refusing a write; oria retries with backoff.
 	ReasonReconcileError = "ReconcileError"
+
+	// ReasonEligible (Ready=False on an RBACPolicy with eligibility): the
+	// policy binds nothing by itself; its subjects activate it with
+	// AccessRequests.
+	ReasonEligible = "Eligible"
+
+	// TypeActive (on an AccessRequest) is True while the request's grant is
+	// in force; its reason is the request's state (the Reason* below, or
+	// ReasonBound while the grant is bound).
+	TypeActive = "Active"
+	// ReasonRequested (Active=False): waiting for approval.
+	ReasonRequested = "Requested"
+	// ReasonApproved (Active=True): approved, the grant is being bound or
+	// is in force.
+	ReasonApproved = "Approved"
+	// ReasonDenied (Active=False): an approver denied it.
+	ReasonDenied = "Denied"
+	// ReasonCancelled (Active=False): ended before approval, by the
+	// requester or an admin, or its policy went away.
+	ReasonCancelled = "Cancelled"
+	// ReasonRequestExpired (Active=False): never approved in time.
+	ReasonRequestExpired = "RequestExpired"
+	// ReasonEnded (Active=False): the activation ended (its time was up,
+	// it was ended early, or its policy no longer allows it).
+	ReasonEnded = "Ended"
 )

@@ -137,6 +137,26 @@ const (
 	AnnotationRevokedAt    = "oria.operatorframework.io/revoked-at"
 	AnnotationRevokeReason = "oria.operatorframework.io/revoke-reason"
 
+	// The decisions on an AccessRequest, each written once, whole, by its
+	// author, and never changed or removed (the guard checks who may write
+	// each, package eligibility): its approval, its denial, and its end (a
+	// cancellation before approval, an early end after). A "-by" must be
+	// the requester as the API server authenticated them, an "-at" the
+	// guard's clock (within record.MaxSkew).
+	AnnotationApprovedBy    = "oria.operatorframework.io/approved-by"
+	AnnotationApprovedAt    = "oria.operatorframework.io/approved-at"
+	AnnotationApproveReason = "oria.operatorframework.io/approve-reason"
+	AnnotationDeniedBy      = "oria.operatorframework.io/denied-by"
+	AnnotationDeniedAt      = "oria.operatorframework.io/denied-at"
+	AnnotationDenyReason    = "oria.operatorframework.io/deny-reason"
+	AnnotationEndedBy       = "oria.operatorframework.io/ended-by"
+	AnnotationEndedAt       = "oria.operatorframework.io/ended-at"
+	AnnotationEndReason     = "oria.operatorframework.io/end-reason"
+
+	// LabelAccessRequest names the AccessRequest a ScopeTemplate or
+	// ScopeInstance was compiled for (its activation).
+	LabelAccessRequest = "oria.operatorframework.io/access-request"
+
 	// AnnotationPlannedTemplate, on a ScopeInstance sent as a dry run only,
 	// holds the ScopeTemplate (JSON) that the same input creates before it:
 	// `kubectl oria plan -f` judges a file as `kubectl apply -f` would, where

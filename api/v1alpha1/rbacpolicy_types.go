@@ -51,6 +51,7 @@ type APIRef struct {
 // ScopeInstanceSpec); the compiled ScopeInstance carries them.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || size(self.namespaces) == 0 || !has(self.namespaceSelector)",message="namespaces and namespaceSelector are mutually exclusive: list the namespaces or select them by label, not both (with neither, the grant is cluster-wide)",fieldPath=".namespaceSelector",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.eligibility) || !has(self.namespaceSelector)",message="an eligible policy lists its namespaces (or none: every namespace); a request names a subset of them",fieldPath=".eligibility",reason=FieldValueForbidden
 // +kubebuilder:validation:XValidation:rule="!has(self.notBefore) || !has(self.expiresAt) || !(self.expiresAt >= timestamp('1970-01-01T00:00:00Z') && self.expiresAt <= timestamp('9999-12-31T23:59:59Z')) || timestamp(int(self.expiresAt) - 1) >= self.notBefore",message="spec.expiresAt must be at least one whole second after spec.notBefore once both are in whole seconds (notBefore rounded up, expiresAt rounded down, as oria applies them): this window would never open",fieldPath=".expiresAt",reason=FieldValueInvalid
 type RBACPolicySpec struct {
 	// extensionName is the name of the ClusterExtension whose APIs to grant.
@@ -126,6 +127,39 @@ type RBACPolicySpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self >= timestamp('1970-01-01T00:00:00Z') && self <= timestamp('9999-12-31T23:59:59Z')",message="must be an instant from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59Z (RFC 3339; in UTC after its offset, inclusive): an instant outside does not round-trip (the zero time 0001-01-01T00:00:00Z reads as no bound)",reason=FieldValueInvalid
 	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+
+	// eligibility makes the policy's subjects eligible rather than granted:
+	// the policy then binds nothing by itself, and each subject activates it
+	// for a while with an AccessRequest (approved by someone else, or by
+	// themselves with a reason when there are no approvers). See
+	// Eligibility. Not with namespaceSelector.
+	// +optional
+	Eligibility *Eligibility `json:"eligibility,omitempty"`
+}
+
+// Eligibility says how a policy's subjects activate it (see AccessRequest).
+type Eligibility struct {
+	// maxDuration is the longest activation, for example 4h. Required.
+	// +required
+	MaxDuration metav1.Duration `json:"maxDuration"`
+
+	// approvers are the users and groups who may approve or deny a request
+	// (never the requester: two persons). Empty: self-activation, the
+	// request is active as soon as it is admitted, and it needs a reason.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Approvers []rbacv1.Subject `json:"approvers,omitempty"`
+
+	// requireReason: a request must say why (spec.reason). Always so for
+	// self-activation.
+	// +optional
+	RequireReason bool `json:"requireReason,omitempty"`
+
+	// requestTimeout is how long a request may wait for approval, after
+	// which it is Expired. Absent: 1h.
+	// +optional
+	RequestTimeout *metav1.Duration `json:"requestTimeout,omitempty"`
 }
 
 // RBACPolicyStatus is the observed state of an RBACPolicy.

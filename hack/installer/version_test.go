@@ -44,8 +44,8 @@ func TestRenderVersion(t *testing.T) {
 			t.Errorf("Deployment %s: the version is in its selector", d.Name)
 		}
 	}
-	if kinds["CustomResourceDefinition"] != 3 || kinds["Deployment"] != 1 {
-		t.Errorf("kinds %v, want the three CRDs and the Deployment", kinds)
+	if kinds["CustomResourceDefinition"] != 4 || kinds["Deployment"] != 1 {
+		t.Errorf("kinds %v, want the four CRDs and the Deployment", kinds)
 	}
 
 	plain, err := Render(localcluster.RepoRoot(), DefaultDir, "")

@@ -51,16 +51,17 @@ const checkTimeout = 12 * time.Second
 
 // The webhook configuration is generated from this marker into
 // config/webhook/manifests.yaml (make manifests).
-// +kubebuilder:webhook:path=/validate-oria-operatorframework-io-v1alpha1,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,groups=oria.operatorframework.io,resources=scopetemplates;scopeinstances;rbacpolicies,verbs=create;update,versions=v1alpha1,name=escalation-guard.oria.operatorframework.io,admissionReviewVersions=v1,timeoutSeconds=15
+// +kubebuilder:webhook:path=/validate-oria-operatorframework-io-v1alpha1,mutating=false,failurePolicy=fail,sideEffects=None,matchPolicy=Equivalent,groups=oria.operatorframework.io,resources=scopetemplates;scopeinstances;rbacpolicies;accessrequests,verbs=create;update,versions=v1alpha1,name=escalation-guard.oria.operatorframework.io,admissionReviewVersions=v1,timeoutSeconds=15
 
 // The guard asks the API server's authorizer about the requester, and reads
 // the roles, templates, instances and CRDs an object refers to.
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopetemplates;scopeinstances,verbs=get;list
+// +kubebuilder:rbac:groups=oria.operatorframework.io,resources=rbacpolicies,verbs=get
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=list
 
-// Guard is the admission handler for the three oria kinds.
+// Guard is the admission handler for oria's kinds.
 type Guard struct {
 	// authz answers what the requester may do and grant.
 	authz *authz.Authorizer
@@ -137,6 +138,11 @@ func (g *Guard) check(ctx context.Context, req admission.Request) ([]string, err
 	if err != nil || obj == nil {
 		return nil, err
 	}
+	// A request for eligible access has rules of its own (package
+	// eligibility), for everyone.
+	if r, ok := obj.(*oriav1alpha1.AccessRequest); ok {
+		return g.checkAccessRequest(ctx, req.UserInfo, old, r)
+	}
 	// Who granted or revoked is the requester, for everyone (package
 	// record); pure, no round trip.
 	var before map[string]string
@@ -193,6 +199,8 @@ func (g *Guard) decode(req admission.Request) (old, obj client.Object, err error
 		obj, old = &oriav1alpha1.ScopeInstance{}, &oriav1alpha1.ScopeInstance{}
 	case "RBACPolicy":
 		obj, old = &oriav1alpha1.RBACPolicy{}, &oriav1alpha1.RBACPolicy{}
+	case "AccessRequest":
+		obj, old = &oriav1alpha1.AccessRequest{}, &oriav1alpha1.AccessRequest{}
 	default:
 		return nil, nil, nil
 	}

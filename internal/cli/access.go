@@ -132,6 +132,10 @@ func Candidates(s *Snapshot, apis []API, namespace string) []Candidate {
 	for _, p := range s.Policies {
 		granters[p.Name] = record.Grant.Of(p.Annotations).By
 	}
+	// An activation's via names its AccessRequest's requester and approver.
+	for _, r := range s.Requests {
+		granters[ownership.KindAccessRequest+"/"+r.Name] = fmt.Sprintf(" requested by %q, approved by %q", r.Spec.Requester, r.Status.ApprovedBy)
+	}
 	var out []Candidate
 	for _, b := range s.ClusterRoleBindings {
 		if covered := clusterRoles[b.RoleRef.Name]; b.RoleRef.Kind == "ClusterRole" && len(covered) > 0 {
@@ -190,6 +194,9 @@ func via(kind string, b *metav1.ObjectMeta, ref rbacv1.RoleRef, instances map[st
 			note := viaNote(w)
 			if ref.Kind == "ClusterRole" && ref.Name == binding.GateName(inst.Name, string(inst.UID)) {
 				note = gateViaNote(w, ref.Name)
+			}
+			if ar := ownership.ControllerName(inst.OwnerReferences, ownership.KindAccessRequest); ar != "" {
+				return "AccessRequest " + ar + note + granters[ownership.KindAccessRequest+"/"+ar], w
 			}
 			if p := ownership.ControllerName(inst.OwnerReferences, ownership.KindRBACPolicy); p != "" {
 				return "RBACPolicy " + p + note + viaGranter(granters[p]), w

@@ -132,6 +132,7 @@ var OriaCRDs = []string{
 	"rbacpolicies." + oriav1alpha1.GroupVersion.Group,
 	"scopetemplates." + oriav1alpha1.GroupVersion.Group,
 	"scopeinstances." + oriav1alpha1.GroupVersion.Group,
+	"accessrequests." + oriav1alpha1.GroupVersion.Group,
 }
 
 const crdObject = "customresourcedefinition.apiextensions.k8s.io/"

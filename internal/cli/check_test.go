@@ -50,7 +50,7 @@ func healthyFacts() *CheckFacts {
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 				Rule: admissionregistrationv1.Rule{APIGroups: []string{oriav1alpha1.GroupVersion.Group}, APIVersions: []string{"v1alpha1"},
-					Resources: []string{"scopetemplates", "scopeinstances", "rbacpolicies"}}}}}}}}
+					Resources: []string{"scopetemplates", "scopeinstances", "rbacpolicies", "accessrequests"}}}}}}}}
 	f.Deployment = &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: DeploymentName, Generation: 3},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{oriav1alpha1.LabelVersion: "v0.1.0"}},
@@ -77,7 +77,7 @@ func verdictLines(vs []Verdict) []string {
 
 func TestVerdictsHealthy(t *testing.T) {
 	got := Verdicts(healthyFacts())
-	want := []string{"OLM v1 ok", "oria ok", "oria ok", "oria ok", "webhook ok", "certificate skipped", "dry run ok", "replicas ok", "leader ok", "versions ok"}
+	want := []string{"OLM v1 ok", "oria ok", "oria ok", "oria ok", "oria ok", "webhook ok", "certificate skipped", "dry run ok", "replicas ok", "leader ok", "versions ok"}
 	if d := cmp.Diff(want, verdictLines(got)); d != "" {
 		t.Errorf("Verdicts (-want +got):\n%s", d)
 	}
@@ -85,7 +85,7 @@ func TestVerdictsHealthy(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
 		t.Log(line)
 	}
-	if !strings.HasSuffix(text, "\n9 ok, 0 warnings, 0 failed, 1 skipped (oria in namespace oria-system; plugin v0.1.0, server v0.1.0)\n") {
+	if !strings.HasSuffix(text, "\n10 ok, 0 warnings, 0 failed, 1 skipped (oria in namespace oria-system; plugin v0.1.0, server v0.1.0)\n") {
 		t.Errorf("CheckText ends with %q", text[strings.LastIndex(strings.TrimSuffix(text, "\n"), "\n"):])
 	}
 }
@@ -117,7 +117,7 @@ func TestVerdictsBroken(t *testing.T) {
 		{"a Deployment of another version than its CRDs", func(f *CheckFacts) { f.Deployment.Spec.Template.Labels[oriav1alpha1.LabelVersion] = "v0.2.0" }, "versions", CheckFailed,
 			"at v0.1.0; the server is v0.2.0", "apply the install.yaml of one release"},
 		{"an oria CRD of another version", func(f *CheckFacts) { f.CRDs[OriaCRDs[0]].CRD.Labels[oriav1alpha1.LabelVersion] = "v0.0.9" }, "versions", CheckFailed,
-			OriaCRDs[0] + " at v0.0.9; " + OriaCRDs[1] + ", " + OriaCRDs[2] + " at v0.1.0", "apply the install.yaml of one release"},
+			OriaCRDs[0] + " at v0.0.9; " + OriaCRDs[1] + ", " + OriaCRDs[2] + ", " + OriaCRDs[3] + " at v0.1.0", "apply the install.yaml of one release"},
 		{"a plugin of another release", func(f *CheckFacts) { f.PluginVersion = "v0.2.0" }, "versions", CheckFailed,
 			"plugin v0.2.0, but the server is v0.1.0", "use kubectl-oria v0.1.0, or upgrade oria to v0.2.0"},
 		{"no webhook configuration", func(f *CheckFacts) { f.Webhooks = nil }, "webhook", CheckFailed, "the escalation guard is not installed", "creates ValidatingWebhookConfiguration oria-escalation-guard"},
@@ -278,7 +278,7 @@ func TestVerdictsOutside(t *testing.T) {
 		t.Fatalf("OutsideURL = %q", got)
 	}
 	got := Verdicts(f)
-	want := []string{"OLM v1 ok", "oria ok", "oria ok", "oria ok", "webhook ok", "certificate ok", "dry run ok", "replicas skipped", "leader ok", "versions skipped"}
+	want := []string{"OLM v1 ok", "oria ok", "oria ok", "oria ok", "oria ok", "webhook ok", "certificate ok", "dry run ok", "replicas skipped", "leader ok", "versions skipped"}
 	if d := cmp.Diff(want, verdictLines(got)); d != "" {
 		t.Errorf("Verdicts (-want +got):\n%s", d)
 	}
@@ -293,7 +293,7 @@ func TestVerdictsOutside(t *testing.T) {
 
 	// Without --leader-elect there is no Lease: not known, not failed.
 	f.Lease = nil
-	if v := Verdicts(f)[8]; v.Check != "leader" || v.Result != CheckWarning || !strings.Contains(v.Fix, "--leader-elect") {
+	if v := Verdicts(f)[9]; v.Check != "leader" || v.Result != CheckWarning || !strings.Contains(v.Fix, "--leader-elect") {
 		t.Errorf("no Lease outside: %+v", v)
 	}
 	// A URL with a Deployment is an install in the cluster: its replicas
@@ -306,7 +306,7 @@ func TestVerdictsOutside(t *testing.T) {
 	// A Service is in the cluster: no Deployment fails.
 	f = healthyFacts()
 	f.Deployment = nil
-	if v := Verdicts(f)[7]; OutsideURL(f) != "" || v.Check != "replicas" || v.Result != CheckFailed {
+	if v := Verdicts(f)[8]; OutsideURL(f) != "" || v.Check != "replicas" || v.Result != CheckFailed {
 		t.Errorf("a Service without a Deployment: %+v", v)
 	}
 }

@@ -77,7 +77,7 @@ func webhookConfigVerdict(f *CheckFacts, cfg *admissionregistrationv1.Validating
 // oria's kinds skip it.
 func webhookProblems(wh *admissionregistrationv1.ValidatingWebhook) []string {
 	var problems []string
-	for _, r := range []string{"scopetemplates", "scopeinstances", "rbacpolicies"} {
+	for _, r := range []string{"scopetemplates", "scopeinstances", "rbacpolicies", "accessrequests"} {
 		for _, op := range []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update} {
 			if !ruleCovers(wh.Rules, r, op) {
 				problems = append(problems, fmt.Sprintf("its rules do not cover %s of %s", op, r))

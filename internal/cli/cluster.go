@@ -13,6 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -32,6 +33,9 @@ type Snapshot struct {
 	Policies            []oriav1alpha1.RBACPolicy
 	Templates           []oriav1alpha1.ScopeTemplate
 	Instances           []oriav1alpha1.ScopeInstance
+	// Requests are the AccessRequests (eligible access), for the
+	// activations' requester and approver.
+	Requests []oriav1alpha1.AccessRequest
 	// Warnings say what could not be read (a list the user may not make)
 	// and was left out of the reports.
 	Warnings []string
@@ -112,6 +116,16 @@ func Read(ctx context.Context, c client.Reader, what What) (*Snapshot, error) {
 		case *rbacv1.RoleList:
 			s.Roles = v.Items
 		}
+	}
+	// The AccessRequests only name an activation's requester and approver:
+	// a user who may not list them gets the reports without, and no
+	// warning.
+	var requests oriav1alpha1.AccessRequestList
+	switch err := c.List(ctx, &requests); {
+	case err == nil:
+		s.Requests = requests.Items
+	case !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
+		return nil, fmt.Errorf("listing AccessRequests: %w", err)
 	}
 	return s, nil
 }

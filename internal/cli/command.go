@@ -40,6 +40,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	root.AddCommand(statusCommand(c, streams), accessCommand(c, streams), canCommand(c, streams),
 		planCommand(c, streams), grantCommand(c, streams), revokeCommand(c, streams), checkCommand(c, streams),
 		versionCommand(c, streams), completionCommand(streams))
+	root.AddCommand(requestCommands(c, streams)...)
 	root.CompletionOptions.DisableDefaultCmd = true
 	return root
 }

@@ -83,6 +83,34 @@ type Grant struct {
 	// kept.
 	Granted *record.Record `json:"granted,omitempty"`
 	Revoked *record.Record `json:"revoked,omitempty"`
+	// Request is the AccessRequest an activation's grant was compiled
+	// for (eligible access): who asked, why, who approved.
+	Request *RequestRecord `json:"request,omitempty"`
+}
+
+// RequestRecord is what `status` and `access` show of the AccessRequest
+// behind an activation.
+type RequestRecord struct {
+	Name       string `json:"name"`
+	Requester  string `json:"requester"`
+	Reason     string `json:"reason,omitempty"`
+	ApprovedBy string `json:"approvedBy,omitempty"`
+	State      string `json:"state,omitempty"`
+}
+
+// requestOf returns the record of the AccessRequest that controls si, nil
+// when none does (or it is not in the snapshot).
+func requestOf(s *Snapshot, si *oriav1alpha1.ScopeInstance) *RequestRecord {
+	name := ownership.ControllerName(si.OwnerReferences, ownership.KindAccessRequest)
+	if name == "" {
+		return nil
+	}
+	for _, r := range s.Requests {
+		if r.Name == name {
+			return &RequestRecord{Name: r.Name, Requester: r.Spec.Requester, Reason: r.Spec.Reason, ApprovedBy: r.Status.ApprovedBy, State: string(r.Status.State)}
+		}
+	}
+	return nil
 }
 
 // records returns the records of annotations, nil when empty.
@@ -331,6 +359,7 @@ func instanceGrants(s *Snapshot, apis []API) []Grant {
 			Window: windowOf(binding.InstanceWindow(si.Spec), s.Now)}
 		g.Ready, g.Reason, g.Message = ready(si.Status.Conditions)
 		g.Granted, g.Revoked = records(si.Annotations)
+		g.Request = requestOf(s, &si)
 		out = append(out, g)
 	}
 	slices.SortFunc(out, func(a, b Grant) int { return cmp.Compare(a.Name, b.Name) })

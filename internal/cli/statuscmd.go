@@ -125,6 +125,13 @@ func HideEnded(report []ExtensionStatus, now time.Time, kept time.Duration) int 
 // kept.
 func RecordText(g Grant) string {
 	var parts []string
+	if r := g.Request; r != nil {
+		by := "self-activated"
+		if r.ApprovedBy != "" {
+			by = fmt.Sprintf("approved by %q", r.ApprovedBy)
+		}
+		parts = append(parts, fmt.Sprintf("AccessRequest %s: requested by %q (%s), %s", r.Name, r.Requester, r.Reason, by))
+	}
 	if g.Granted != nil {
 		parts = append(parts, "granted "+g.Granted.String())
 	}

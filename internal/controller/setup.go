@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/oria/internal/authz"
+	"github.com/operator-framework/oria/internal/controller/accessrequest"
 	"github.com/operator-framework/oria/internal/controller/extension"
 	"github.com/operator-framework/oria/internal/controller/orphans"
 	"github.com/operator-framework/oria/internal/controller/rbacpolicy"
@@ -79,6 +80,10 @@ func SetupAll(mgr ctrl.Manager, opts manager.Options) error {
 			// A closed window's access is ended by a replica that does not
 			// lead, when the leader has not (scopeinstance/standby.go).
 			return mgr.Add(scopeinstance.NewStandby(deps, mgr.GetCache(), mgr.Elected(), nil, 0))
+		},
+		// Eligible access: each AccessRequest's time-bound grant.
+		func() error {
+			return accessrequest.SetupWithManager(mgr, s.AccessRequestDeps(mgr), accessrequest.Options{MaxConcurrentReconciles: workers})
 		},
 		// The sweep: what oria created whose owner is gone is deleted, at
 		// start, at takeover and when seen.
@@ -175,6 +180,11 @@ func (s *Shared) ExtensionDeps(mgr ctrl.Manager) extension.Deps {
 // RBACPolicyDeps are the RBACPolicy controller's dependencies on mgr.
 func (s *Shared) RBACPolicyDeps(mgr ctrl.Manager) rbacpolicy.Deps {
 	return rbacpolicy.Deps{Base: s.base(mgr, rbacpolicy.RecorderName), APIScopes: s.APIScopes, BundleRoles: s.BundleRoles, OLM: s.OLM}
+}
+
+// AccessRequestDeps are the AccessRequest controller's dependencies on mgr.
+func (s *Shared) AccessRequestDeps(mgr ctrl.Manager) accessrequest.Deps {
+	return accessrequest.Deps{Base: s.base(mgr, accessrequest.RecorderName)}
 }
 
 // ScopeTemplateDeps are the ScopeTemplate controller's dependencies on mgr.

@@ -149,7 +149,7 @@ var registerOnce sync.Once
 func Register(r client.Reader) error {
 	var err error
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{writes, writeErrors, orphansDeleted, bindingLatency, olmAPIAvailable, NewCollector(r), NewWindowCollector(r, nil)} {
+		for _, c := range []prometheus.Collector{writes, writeErrors, orphansDeleted, bindingLatency, olmAPIAvailable, NewCollector(r), NewWindowCollector(r, nil), NewRequestCollector(r, nil)} {
 			if err = crmetrics.Registry.Register(c); err != nil {
 				return
 			}

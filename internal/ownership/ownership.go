@@ -33,6 +33,7 @@ const (
 	KindScopeTemplate = "ScopeTemplate"
 	KindScopeInstance = "ScopeInstance"
 	KindRBACPolicy    = "RBACPolicy"
+	KindAccessRequest = "AccessRequest"
 )
 
 // managedLabels are the labels every object oria creates carries, but for
@@ -110,6 +111,14 @@ func GateLabels(instance string) map[string]string {
 func PolicyLabels(policy string) map[string]string {
 	l := managedLabels()
 	l[oriav1alpha1.LabelRBACPolicy] = names.LabelValue(policy)
+	return l
+}
+
+// AccessRequestLabels are the labels of the ScopeTemplate and
+// ScopeInstance compiled for the named AccessRequest (its activation).
+func AccessRequestLabels(request string) map[string]string {
+	l := managedLabels()
+	l[oriav1alpha1.LabelAccessRequest] = names.LabelValue(request)
 	return l
 }
 

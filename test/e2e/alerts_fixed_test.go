@@ -21,6 +21,7 @@ func fixedScrape(fast, slow int, lines ...string) string {
 	typed := map[string]bool{}
 	for _, l := range lines {
 		name, _, _ := strings.Cut(l, "{")
+		name, _, _ = strings.Cut(name, " ")
 		if !typed[name] {
 			typed[name] = true
 			kind := "gauge"
@@ -68,6 +69,8 @@ func fixedScenario() ([]string, []alerts) {
 		`oria_objects_by_ready_reason{kind="RBACPolicy",reason="InvalidSpec",status="False"} 1`,
 		`oria_objects_by_ready_reason{kind="ClusterExtension",reason="BundleRoleTooBroad",status="False"} 1`,
 		`oria_write_errors_total{kind="RoleBinding",reason="Forbidden"} 4`,
+		`oria_objects_by_ready_reason{kind="RBACPolicy",reason="Eligible",status="False"} 1`,
+		`oria_access_request_oldest_pending_seconds 2400`,
 	)
 	scrapes := []string{
 		fixedScrape(10, 0, healthy...),
@@ -82,6 +85,7 @@ func fixedScenario() ([]string, []alerts) {
 		"OriaCeilingWithholdsBindings": {{"kind": "ScopeInstance"}},
 		"OriaNotReady":                 {{"kind": "RBACPolicy", "reason": "InvalidSpec"}},
 		"OriaExtensionNotManaged":      {{"reason": "BundleRoleTooBroad"}},
+		"OriaAccessRequestPending":     {{}},
 	}
 	reached := alerts{
 		"OriaWriteErrors":          {{"kind": "RoleBinding", "reason": "Forbidden"}},

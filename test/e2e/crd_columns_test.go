@@ -15,7 +15,7 @@ import (
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
-// TestKubectlGetOria: `kubectl get oria` lists the three kinds (the oria
+// TestKubectlGetOria: `kubectl get oria` lists the four kinds (the oria
 // category), and a ScopeInstance that binds nothing shows 0 in its
 // NAMESPACES column, not a blank; the wide columns are there.
 func TestKubectlGetOria(t *testing.T) {
@@ -32,7 +32,7 @@ func TestKubectlGetOria(t *testing.T) {
 		}
 	}
 	slices.Sort(inCategory)
-	assert.Equal(t, []string{"rbacpolicies", "scopeinstances", "scopetemplates"}, inCategory)
+	assert.Equal(t, []string{"accessrequests", "rbacpolicies", "scopeinstances", "scopetemplates"}, inCategory)
 
 	name := testutil.UniqueName("columns")
 	tmpl := testutil.ScopeTemplate(name, []oriav1alpha1.ClusterRoleTemplate{{Name: "view"}}, testutil.User("nobody"))

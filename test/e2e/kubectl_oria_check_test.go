@@ -91,7 +91,7 @@ func TestKubectlOriaCheck(t *testing.T) {
 	text, _, err = runPlugin(t, "", "check", "-n", ns)
 	require.NoError(t, err)
 	t.Logf("kubectl oria check -n %s:\n%s", ns, text)
-	assert.Contains(t, text, "10 ok, 0 warnings, 0 failed, 0 skipped (oria in namespace "+ns+"; plugin "+plugin.Version+", server "+plugin.Version+")")
+	assert.Contains(t, text, "11 ok, 0 warnings, 0 failed, 0 skipped (oria in namespace "+ns+"; plugin "+plugin.Version+", server "+plugin.Version+")")
 
 	broken := func(what, check, msg, fix string, breaks, restores func()) {
 		t.Helper()

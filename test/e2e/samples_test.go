@@ -114,6 +114,10 @@ var sampleCases = map[string]sampleCase{
 			eventuallyAccess(t, false, developer("create", "team-b"), developer("list", "team-b"))
 		},
 	},
+	"rbacpolicy-eligible.yaml": {
+		needs: "tour-extension.yaml (the argocd extension and namespace team-a), annotated oria.operatorframework.io/rbac-mode=FineGrained.",
+		run:   eligibleSample,
+	},
 	"rbacpolicy-temporary.yaml": {
 		needs: "tour-extension.yaml (the argocd extension and namespace team-a), annotated oria.operatorframework.io/rbac-mode=FineGrained.",
 		run:   temporarySample,

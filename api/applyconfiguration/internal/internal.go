@@ -50,6 +50,92 @@ var schemaYAML = typed.YAMLObject(`types:
         scalar: string
 - name: com.github.operator-framework.oria.api.v1alpha1.Access
   scalar: string
+- name: com.github.operator-framework.oria.api.v1alpha1.AccessRequest
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+    - name: spec
+      type:
+        namedType: com.github.operator-framework.oria.api.v1alpha1.AccessRequestSpec
+    - name: status
+      type:
+        namedType: com.github.operator-framework.oria.api.v1alpha1.AccessRequestStatus
+- name: com.github.operator-framework.oria.api.v1alpha1.AccessRequestSpec
+  map:
+    fields:
+    - name: duration
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+    - name: eligibleAs
+      type:
+        namedType: io.k8s.api.rbac.v1.Subject
+    - name: namespaces
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: policyName
+      type:
+        scalar: string
+    - name: reason
+      type:
+        scalar: string
+    - name: requester
+      type:
+        scalar: string
+- name: com.github.operator-framework.oria.api.v1alpha1.AccessRequestStatus
+  map:
+    fields:
+    - name: approvedBy
+      type:
+        scalar: string
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: deniedBy
+      type:
+        scalar: string
+    - name: endedAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: endedBy
+      type:
+        scalar: string
+    - name: endsAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: namespaces
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: scopeInstanceName
+      type:
+        scalar: string
+    - name: startsAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: state
+      type:
+        namedType: com.github.operator-framework.oria.api.v1alpha1.RequestState
 - name: com.github.operator-framework.oria.api.v1alpha1.BindingTemplate
   map:
     fields:
@@ -87,6 +173,24 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: namespace
       type:
         scalar: string
+- name: com.github.operator-framework.oria.api.v1alpha1.Eligibility
+  map:
+    fields:
+    - name: approvers
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.api.rbac.v1.Subject
+          elementRelationship: atomic
+    - name: maxDuration
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+    - name: requestTimeout
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+    - name: requireReason
+      type:
+        scalar: boolean
 - name: com.github.operator-framework.oria.api.v1alpha1.Publication
   map:
     fields:
@@ -166,6 +270,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             namedType: com.github.operator-framework.oria.api.v1alpha1.APIRef
           elementRelationship: atomic
+    - name: eligibility
+      type:
+        namedType: com.github.operator-framework.oria.api.v1alpha1.Eligibility
     - name: expiresAt
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
@@ -234,6 +341,8 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: scopeTemplateName
       type:
         scalar: string
+- name: com.github.operator-framework.oria.api.v1alpha1.RequestState
+  scalar: string
 - name: com.github.operator-framework.oria.api.v1alpha1.ScopeInstance
   map:
     fields:
@@ -461,6 +570,8 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.ConditionStatus
+  scalar: string
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
   scalar: string
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
   map:

@@ -24,7 +24,9 @@ func (r *Reconciler) Gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy
 	now := r.now()
 	var p *plan
 	var err error
-	if w := binding.PolicyWindow(policy.Spec); w.Empty() {
+	if w := binding.PolicyWindow(policy.Spec); policy.Spec.Eligibility != nil {
+		p = eligible(policy)
+	} else if w.Empty() {
 		p = neverOpens(w.Whole())
 	} else {
 		p, err = r.gather(ctx, policy)
@@ -48,6 +50,16 @@ func neverOpens(w binding.Window) *plan {
 		"spec.notBefore and spec.expiresAt leave no whole second between them: as oria applies them (notBefore rounded up, expiresAt down) "+
 			"the window is from %s until %s, so it never opens and nothing is granted; Expired from spec.expiresAt on",
 		binding.Stamp(w.NotBefore), binding.Stamp(w.ExpiresAt))}
+}
+
+// eligible is the plan of a policy whose subjects are eligible rather
+// than granted (spec.eligibility): it binds nothing by itself, so whatever
+// it compiled before is revoked; each approved AccessRequest carries its
+// own time-bound grant (package accessrequest).
+func eligible(policy *oriav1alpha1.RBACPolicy) *plan {
+	return &plan{decision: decisionRevoke, reason: oriav1alpha1.ReasonEligible, message: fmt.Sprintf(
+		"the policy's subjects are eligible, not granted: it binds nothing by itself; each subject activates it for at most %v with an AccessRequest (kubectl oria request)",
+		policy.Spec.Eligibility.MaxDuration.Duration)}
 }
 
 // windowNote is what a Bound message adds for a time-bound policy: when it

@@ -85,6 +85,12 @@ type RBACPolicySpecApplyConfiguration struct {
 	// checked by the escalation guard; moving it earlier always is
 	// admitted.
 	ExpiresAt *apismetav1.Time `json:"expiresAt,omitempty"`
+	// eligibility makes the policy's subjects eligible rather than granted:
+	// the policy then binds nothing by itself, and each subject activates it
+	// for a while with an AccessRequest (approved by someone else, or by
+	// themselves with a reason when there are no approvers). See
+	// Eligibility. Not with namespaceSelector.
+	Eligibility *EligibilityApplyConfiguration `json:"eligibility,omitempty"`
 }
 
 // RBACPolicySpecApplyConfiguration constructs a declarative configuration of the RBACPolicySpec type for use with
@@ -171,5 +177,13 @@ func (b *RBACPolicySpecApplyConfiguration) WithNotBefore(value apismetav1.Time) 
 // If called multiple times, the ExpiresAt field is set to the value of the last call.
 func (b *RBACPolicySpecApplyConfiguration) WithExpiresAt(value apismetav1.Time) *RBACPolicySpecApplyConfiguration {
 	b.ExpiresAt = &value
+	return b
+}
+
+// WithEligibility sets the Eligibility field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Eligibility field is set to the value of the last call.
+func (b *RBACPolicySpecApplyConfiguration) WithEligibility(value *EligibilityApplyConfiguration) *RBACPolicySpecApplyConfiguration {
+	b.Eligibility = value
 	return b
 }

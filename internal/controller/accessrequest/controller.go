@@ -1,0 +1,138 @@
+// Package accessrequest implements the AccessRequest controller: eligible
+// access (issue 43). An AccessRequest asks for one time-bound activation of
+// an eligible RBACPolicy; the escalation guard admits it, and its
+// decisions (approval, denial, end), by the rules of package eligibility.
+// The controller judges each request (eligibility.Judge) and, while it is
+// Active, keeps its grant in place: a ScopeTemplate and a ScopeInstance
+// compiled with the policy compiler (eligibility.Activation) for the
+// requesting user, in the requested namespaces, with the window from
+// approval to approval plus duration; the ScopeInstance controller binds
+// and ends it on time as for any time-bound grant. Once the request is no
+// longer Active (ended, cancelled, its policy gone or narrowed) the
+// compiled objects are deleted. Every write goes through the engine.
+package accessrequest
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/reconciler"
+)
+
+// ControllerName names the controller in logs and metrics; RecorderName is
+// the reporting controller of its Events.
+const (
+	ControllerName = "accessrequest"
+	RecorderName   = "oria-" + ControllerName
+)
+
+// DefaultRecheckInterval is how often a request whose compiled objects are
+// in conflict looks again.
+const DefaultRecheckInterval = 30 * time.Second
+
+// DefaultMaxConcurrentReconciles is how many requests are reconciled at
+// once.
+const DefaultMaxConcurrentReconciles = 4
+
+// Options configure the controller.
+type Options struct {
+	// MaxConcurrentReconciles is the number of workers
+	// (DefaultMaxConcurrentReconciles when 0).
+	MaxConcurrentReconciles int
+	// ConflictRecheckInterval: see DefaultRecheckInterval; zero means the
+	// default.
+	ConflictRecheckInterval time.Duration
+	// Now is the clock requests are judged by (time.Now unless a test
+	// sets it).
+	Now func() time.Time
+}
+
+// Deps are what the controller is built from: the clients, Events on
+// requests, the engine and the Memo.
+type Deps struct {
+	reconciler.Base
+}
+
+// Reconciler reconciles AccessRequests. Make one with New.
+type Reconciler struct {
+	Deps
+	opts Options
+}
+
+// New returns the Reconciler of d and o, or an error naming a missing
+// dependency.
+func New(d Deps, o Options) (*Reconciler, error) {
+	if err := reconciler.Check("the AccessRequest controller", d.Base); err != nil {
+		return nil, err
+	}
+	o.ConflictRecheckInterval = cmp.Or(o.ConflictRecheckInterval, DefaultRecheckInterval)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Reconciler{Deps: d, opts: o}, nil
+}
+
+// SetupWithManager builds the controller (New) and registers it with mgr.
+// Requests are reconciled on every change (a decision is an annotation,
+// which does not move the generation), when their compiled objects change,
+// and when their policy changes or goes.
+func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
+	r, err := New(d, o)
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&oriav1alpha1.AccessRequest{}).
+		Owns(&oriav1alpha1.ScopeTemplate{}).
+		Owns(&oriav1alpha1.ScopeInstance{}).
+		Watches(&oriav1alpha1.RBACPolicy{}, handler.EnqueueRequestsFromMapFunc(
+			func(ctx context.Context, o client.Object) []reconcile.Request { return r.requestsOf(ctx, o.GetName()) })).
+		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles),
+			EnableWarmup: ptr.To(true)}).
+		Complete(r)
+}
+
+// requestsOf returns a request for every AccessRequest of the named policy.
+func (r *Reconciler) requestsOf(ctx context.Context, policy string) []reconcile.Request {
+	var list oriav1alpha1.AccessRequestList
+	if err := r.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing AccessRequests to requeue")
+		return nil
+	}
+	var out []reconcile.Request
+	for _, ar := range list.Items {
+		if ar.Spec.PolicyName == policy {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ar)})
+		}
+	}
+	return out
+}
+
+// +kubebuilder:rbac:groups=oria.operatorframework.io,resources=accessrequests,verbs=get;list;watch
+// +kubebuilder:rbac:groups=oria.operatorframework.io,resources=accessrequests/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=oria.operatorframework.io,resources=rbacpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopetemplates;scopeinstances,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile judges one request and keeps its grant (the steps below, run
+// by reconciler.Reconcile).
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	return reconciler.Reconcile[*oriav1alpha1.AccessRequest, *plan, result](ctx, req, r.Client, r)
+}
+
+// New returns an empty AccessRequest to read into.
+func (r *Reconciler) New() *oriav1alpha1.AccessRequest { return &oriav1alpha1.AccessRequest{} }
+
+// Deleting does nothing: Cleanup removes the grant once the request is
+// gone (and the garbage collector would, by the owner references).
+func (r *Reconciler) Deleting(context.Context, *oriav1alpha1.AccessRequest) error { return nil }
