@@ -12,6 +12,7 @@ import (
 	"github.com/operator-framework/oria/internal/eligibility"
 	"github.com/operator-framework/oria/internal/lookup"
 	policymodel "github.com/operator-framework/oria/internal/policy"
+	"github.com/operator-framework/oria/internal/reconciler"
 )
 
 // plan is what one reconcile of a request read and decided.
@@ -55,16 +56,13 @@ func (r *Reconciler) Gather(ctx context.Context, ar *oriav1alpha1.AccessRequest)
 // Requeue looks again when the verdict changes by time alone (the end of
 // the grant, the request's timeout), and after the recheck interval at a
 // conflict.
-func (r *Reconciler) Requeue(p *plan, out result) time.Duration {
-	var next time.Duration
-	if !p.verdict.Next.IsZero() {
-		next = max(p.verdict.Next.Sub(r.opts.Now()), time.Millisecond)
-	}
+func (r *Reconciler) Requeue(p *plan, out result) reconciler.Requeue {
+	q := reconciler.Requeue{At: p.verdict.Next}
 	if out.conflict != "" {
-		next = min(next, r.opts.ConflictRecheckInterval)
-		if next == 0 {
-			next = r.opts.ConflictRecheckInterval
-		}
+		q.After = r.opts.ConflictRecheckInterval
 	}
-	return next
+	return q
 }
+
+// Now is the clock the skeleton measures Requeue.At by (reconciler.Clock).
+func (r *Reconciler) Now() time.Time { return r.opts.Now() }
