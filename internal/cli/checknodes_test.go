@@ -40,7 +40,7 @@ func resultLines(vs []Verdict) []string {
 // whose nodes check cannot see is healthy.
 func TestVerdictsNoNode(t *testing.T) {
 	got := Verdicts(noPodFacts(NodeFacts{Read: true}))
-	want := []string{"OLM v1 ok", "oria ok", "oria ok", "oria ok", "nodes failed", "webhook skipped", "certificate skipped", "dry run skipped",
+	want := []string{"OLM v1 ok", "oria ok", "oria ok", "oria ok", "oria ok", "nodes failed", "webhook skipped", "certificate skipped", "dry run skipped",
 		"replicas skipped", "leader skipped", "versions ok"}
 	if d := cmp.Diff(want, resultLines(got)); d != "" {
 		t.Errorf("no node (-want +got):\n%s", d)
@@ -54,12 +54,12 @@ func TestVerdictsNoNode(t *testing.T) {
 			t.Errorf("the text lacks %q", s)
 		}
 	}
-	if got := Verdicts(noPodFacts(NodeFacts{Read: true, Total: 2})); got[4].Check != "nodes" || !strings.Contains(got[4].Message, "the cluster has 2 nodes and none is Ready") {
-		t.Errorf("nodes, none Ready: %+v", got[4])
+	if got := Verdicts(noPodFacts(NodeFacts{Read: true, Total: 2})); got[5].Check != "nodes" || !strings.Contains(got[5].Message, "the cluster has 2 nodes and none is Ready") {
+		t.Errorf("nodes, none Ready: %+v", got[5])
 	}
 
 	got = Verdicts(noPodFacts(NodeFacts{Read: true, Total: 1, Ready: 1}))
-	want = []string{"OLM v1 ok", "oria ok", "oria ok", "oria ok", "webhook failed", "certificate skipped", "dry run failed", "replicas failed", "leader failed", "versions ok"}
+	want = []string{"OLM v1 ok", "oria ok", "oria ok", "oria ok", "oria ok", "webhook failed", "certificate skipped", "dry run failed", "replicas failed", "leader failed", "versions ok"}
 	if d := cmp.Diff(want, resultLines(got)); d != "" {
 		t.Errorf("a Ready node: each on its own (-want +got):\n%s", d)
 	}
@@ -79,8 +79,8 @@ func TestVerdictsNoNode(t *testing.T) {
 	f = healthyFacts()
 	f.Nodes = NodeFacts{Read: true}
 	f.Lease.Spec.RenewTime.Time = checkNow.Add(-time.Hour)
-	if v := Verdicts(f); resultLines(v)[8] != "leader failed" {
-		t.Errorf("a stale Lease, replicas ready, no node: %+v", v[8])
+	if v := Verdicts(f); resultLines(v)[9] != "leader failed" {
+		t.Errorf("a stale Lease, replicas ready, no node: %+v", v[9])
 	}
 	// Something answers at the Service's address (a proxy), but the
 	// caBundle is empty: that follows from no pod too.
@@ -100,7 +100,7 @@ func TestVerdictsNoNode(t *testing.T) {
 	// A failure of another cause stays a failure.
 	f = noPodFacts(NodeFacts{Read: true})
 	f.Deployment.Spec.Replicas = new(int32)
-	if v := Verdicts(f); resultLines(v)[7] != "replicas failed" || !strings.Contains(v[7].Message, "scaled to 0") || slices.Contains(resultLines(v), "nodes failed") {
+	if v := Verdicts(f); resultLines(v)[8] != "replicas failed" || !strings.Contains(v[8].Message, "scaled to 0") || slices.Contains(resultLines(v), "nodes failed") {
 		t.Errorf("scaled to 0, no node: %+v", v)
 	}
 }

@@ -184,7 +184,7 @@ func (s *Shared) RBACPolicyDeps(mgr ctrl.Manager) rbacpolicy.Deps {
 
 // AccessRequestDeps are the AccessRequest controller's dependencies on mgr.
 func (s *Shared) AccessRequestDeps(mgr ctrl.Manager) accessrequest.Deps {
-	return accessrequest.Deps{Base: s.base(mgr, accessrequest.RecorderName)}
+	return accessrequest.Deps{Base: s.base(mgr, accessrequest.RecorderName), BundleRoles: s.BundleRoles}
 }
 
 // ScopeTemplateDeps are the ScopeTemplate controller's dependencies on mgr.

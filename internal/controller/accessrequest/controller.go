@@ -17,15 +17,22 @@ import (
 	"context"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/lookup"
 	"github.com/operator-framework/oria/internal/reconciler"
+	"github.com/operator-framework/oria/internal/watch"
 )
 
 // ControllerName names the controller in logs and metrics; RecorderName is
@@ -60,6 +67,10 @@ type Options struct {
 // requests, the engine and the Memo.
 type Deps struct {
 	reconciler.Base
+	// BundleRoles is the cache of bundle-provided ClusterRoles (metadata
+	// only), shared with the RBACPolicy controller: the roles an
+	// activation binds are judged as its policy's (rolejudge).
+	BundleRoles cache.Cache
 }
 
 // Reconciler reconciles AccessRequests. Make one with New.
@@ -71,7 +82,7 @@ type Reconciler struct {
 // New returns the Reconciler of d and o, or an error naming a missing
 // dependency.
 func New(d Deps, o Options) (*Reconciler, error) {
-	if err := reconciler.Check("the AccessRequest controller", d.Base); err != nil {
+	if err := reconciler.Check("the AccessRequest controller", d.Base, reconciler.Need{Name: "the bundle-role cache", Set: d.BundleRoles != nil}); err != nil {
 		return nil, err
 	}
 	o.ConflictRecheckInterval = cmp.Or(o.ConflictRecheckInterval, DefaultRecheckInterval)
@@ -97,9 +108,35 @@ func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
 		Owns(&oriav1alpha1.ScopeInstance{}).
 		Watches(&oriav1alpha1.RBACPolicy{}, handler.EnqueueRequestsFromMapFunc(
 			func(ctx context.Context, o client.Object) []reconcile.Request { return r.requestsOf(ctx, o.GetName()) })).
+		// The roles an activation binds are judged again when one of
+		// oria's (the cache holds only oria's) or a bundle's changes or
+		// goes, as its policy's are (rolejudge): by every Active request.
+		Watches(&rbacv1.ClusterRole{}, handler.EnqueueRequestsFromMapFunc(
+			func(ctx context.Context, _ client.Object) []reconcile.Request { return r.active(ctx) }),
+			builder.WithPredicates(watch.SkipInitialList[client.Object]())).
+		WatchesRawSource(source.Kind(d.BundleRoles, lookup.ClusterRoleMetadata(),
+			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *metav1.PartialObjectMetadata) []reconcile.Request {
+				return r.active(ctx)
+			}), watch.SkipInitialList[*metav1.PartialObjectMetadata]())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: cmp.Or(o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles),
 			EnableWarmup: ptr.To(true)}).
 		Complete(r)
+}
+
+// active returns a request for every Active AccessRequest.
+func (r *Reconciler) active(ctx context.Context) []reconcile.Request {
+	var list oriav1alpha1.AccessRequestList
+	if err := r.Client.List(ctx, &list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing AccessRequests to requeue")
+		return nil
+	}
+	var out []reconcile.Request
+	for _, ar := range list.Items {
+		if ar.Status.State == oriav1alpha1.StateActive {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ar)})
+		}
+	}
+	return out
 }
 
 // requestsOf returns a request for every AccessRequest of the named policy.
@@ -119,6 +156,8 @@ func (r *Reconciler) requestsOf(ctx context.Context, policy string) []reconcile.
 }
 
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=accessrequests,verbs=get;list;watch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=olm.operatorframework.io,resources=clusterextensions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=accessrequests/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=rbacpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopetemplates;scopeinstances,verbs=get;list;watch;create;update;patch;delete

@@ -3,9 +3,12 @@ package accessrequest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	ocv1 "github.com/operator-framework/operator-controller/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -13,6 +16,7 @@ import (
 	"github.com/operator-framework/oria/internal/lookup"
 	policymodel "github.com/operator-framework/oria/internal/policy"
 	"github.com/operator-framework/oria/internal/reconciler"
+	"github.com/operator-framework/oria/internal/rolejudge"
 )
 
 // plan is what one reconcile of a request read and decided.
@@ -23,6 +27,9 @@ type plan struct {
 	// its Template is nil when there is nothing to bind (not Active, or
 	// the extension provides none of the policy's APIs).
 	compiled policymodel.Compiled
+	// withheld says why roles of the policy are not bound by the
+	// activation (rolejudge), sorted by kind.
+	withheld []string
 	// now is when the request was judged.
 	now time.Time
 }
@@ -50,7 +57,44 @@ func (r *Reconciler) Gather(ctx context.Context, ar *oriav1alpha1.AccessRequest)
 		return nil, err
 	}
 	pl.compiled = eligibility.Activation(ar, p, pl.verdict, crds)
+	if pl.compiled.Template == nil {
+		return pl, nil
+	}
+	// The roles are judged as the policy's own controller judges them
+	// (rolejudge): an activation binds no role its policy would withhold
+	// (someone else's role under oria's name, a changed one, a bundle role
+	// beyond its extension).
+	ext := &ocv1.ClusterExtension{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Name: p.Spec.ExtensionName}, ext); {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		pl.withheld = []string{fmt.Sprintf("ClusterExtension %q is not installed", p.Spec.ExtensionName)}
+		pl.compiled.Withhold(allRoles(pl.compiled.Roles, pl.withheld[0]))
+		return pl, nil
+	case err != nil:
+		return nil, fmt.Errorf("getting ClusterExtension %q: %w", p.Spec.ExtensionName, err)
+	}
+	res, err := r.roleJudge().Roles(ctx, ext, crds, pl.compiled.Roles)
+	if err != nil {
+		return nil, err
+	}
+	pl.withheld = slices.Concat(res.Foreign, res.TooBroad, res.Pending)
+	pl.compiled.Withhold(res.Withheld)
 	return pl, nil
+}
+
+// allRoles maps each of roles to why.
+func allRoles(roles []string, why string) map[string]string {
+	out := make(map[string]string, len(roles))
+	for _, r := range roles {
+		out[r] = why
+	}
+	return out
+}
+
+// roleJudge reads roles from the cache, the API server and the bundle-role
+// cache.
+func (r *Reconciler) roleJudge() rolejudge.Judge {
+	return rolejudge.Judge{Cache: r.Client, APIReader: r.APIReader, BundleRoles: r.BundleRoles}
 }
 
 // Requeue looks again when the verdict changes by time alone (the end of
@@ -58,7 +102,7 @@ func (r *Reconciler) Gather(ctx context.Context, ar *oriav1alpha1.AccessRequest)
 // conflict.
 func (r *Reconciler) Requeue(p *plan, out result) reconciler.Requeue {
 	q := reconciler.Requeue{At: p.verdict.Next}
-	if out.conflict != "" {
+	if out.conflict != "" || len(p.withheld) > 0 {
 		q.After = r.opts.ConflictRecheckInterval
 	}
 	return q

@@ -3,6 +3,7 @@ package accessrequest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,13 +50,19 @@ func computeStatus(ar *oriav1alpha1.AccessRequest, p *plan, out result, err erro
 		set(metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error())
 	case out.conflict != "":
 		set(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, out.conflict)
+	case p.compiled.Template == nil && len(p.withheld) > 0:
+		set(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, v.Message+"; but nothing is bound: "+strings.Join(p.withheld, "; "))
 	case p.compiled.Template == nil:
 		set(metav1.ConditionFalse, oriav1alpha1.ReasonAPINotFound, v.Message+"; but the policy's extension provides none of its APIs, so nothing is bound")
 	default:
 		st.ScopeInstanceName = objectName(ar.Name)
 		ready := instanceReady(out.instance)
 		if ready != nil && ready.Status == metav1.ConditionTrue {
-			set(metav1.ConditionTrue, oriav1alpha1.ReasonBound, v.Message)
+			msg := v.Message
+			if len(p.withheld) > 0 {
+				msg += "; not bound: " + strings.Join(p.withheld, "; ")
+			}
+			set(metav1.ConditionTrue, oriav1alpha1.ReasonBound, msg)
 		} else {
 			why := "the grant is being bound"
 			if ready != nil {

@@ -86,7 +86,7 @@ func computeStatus(policy *oriav1alpha1.RBACPolicy, p *plan, out result, err err
 	case inst == nil:
 		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, "waiting for the ScopeInstance to be created")
 	case !instanceCaughtUp(inst, c.Instance):
-		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, fmt.Sprintf("waiting for ScopeInstance %q to bind the roles", inst.Name))
+		ready(metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, fmt.Sprintf("waiting for ScopeInstance %q to bind the roles%s", inst.Name, pendingNote(p)))
 	case instanceReady(inst).Status != metav1.ConditionTrue:
 		r := instanceReady(inst)
 		ready(r.Status, r.Reason, fmt.Sprintf("ScopeInstance %q: %s", inst.Name, r.Message))
