@@ -125,31 +125,26 @@ func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
 
 // active returns a request for every Active AccessRequest.
 func (r *Reconciler) active(ctx context.Context) []reconcile.Request {
-	var list oriav1alpha1.AccessRequestList
-	if err := r.Client.List(ctx, &list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing AccessRequests to requeue")
-		return nil
-	}
-	var out []reconcile.Request
-	for _, ar := range list.Items {
-		if ar.Status.State == oriav1alpha1.StateActive {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ar)})
-		}
-	}
-	return out
+	return r.requests(ctx, func(ar *oriav1alpha1.AccessRequest) bool { return ar.Status.State == oriav1alpha1.StateActive })
 }
 
 // requestsOf returns a request for every AccessRequest of the named policy.
 func (r *Reconciler) requestsOf(ctx context.Context, policy string) []reconcile.Request {
+	return r.requests(ctx, func(ar *oriav1alpha1.AccessRequest) bool { return ar.Spec.PolicyName == policy })
+}
+
+// requests returns a request for every cached AccessRequest that keep
+// keeps.
+func (r *Reconciler) requests(ctx context.Context, keep func(*oriav1alpha1.AccessRequest) bool) []reconcile.Request {
 	var list oriav1alpha1.AccessRequestList
 	if err := r.Client.List(ctx, &list); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing AccessRequests to requeue")
 		return nil
 	}
 	var out []reconcile.Request
-	for _, ar := range list.Items {
-		if ar.Spec.PolicyName == policy {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ar)})
+	for i := range list.Items {
+		if keep(&list.Items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
 	return out
