@@ -96,6 +96,9 @@ type RequestRecord struct {
 	Reason     string `json:"reason,omitempty"`
 	ApprovedBy string `json:"approvedBy,omitempty"`
 	State      string `json:"state,omitempty"`
+	// StartsAt and EndsAt bound the activation (RFC 3339, UTC).
+	StartsAt string `json:"startsAt,omitempty"`
+	EndsAt   string `json:"endsAt,omitempty"`
 }
 
 // requestOf returns the record of the AccessRequest that controls si, nil
@@ -107,7 +110,14 @@ func requestOf(s *Snapshot, si *oriav1alpha1.ScopeInstance) *RequestRecord {
 	}
 	for _, r := range s.Requests {
 		if r.Name == name {
-			return &RequestRecord{Name: r.Name, Requester: r.Spec.Requester, Reason: r.Spec.Reason, ApprovedBy: r.Status.ApprovedBy, State: string(r.Status.State)}
+			rec := &RequestRecord{Name: r.Name, Requester: r.Spec.Requester, Reason: r.Spec.Reason, ApprovedBy: r.Status.ApprovedBy, State: string(r.Status.State)}
+			if r.Status.StartsAt != nil {
+				rec.StartsAt = record.Now(r.Status.StartsAt.Time)
+			}
+			if r.Status.EndsAt != nil {
+				rec.EndsAt = record.Now(r.Status.EndsAt.Time)
+			}
+			return rec
 		}
 	}
 	return nil

@@ -130,6 +130,12 @@ func RecordText(g Grant) string {
 		if r.ApprovedBy != "" {
 			by = fmt.Sprintf("approved by %q", r.ApprovedBy)
 		}
+		if r.StartsAt != "" {
+			by += " from " + r.StartsAt
+		}
+		if r.EndsAt != "" {
+			by += " until " + r.EndsAt
+		}
 		parts = append(parts, fmt.Sprintf("AccessRequest %s: requested by %q (%s), %s", r.Name, r.Requester, r.Reason, by))
 	}
 	if g.Granted != nil {

@@ -71,7 +71,8 @@ func TestKubectlOriaRequestApprove(t *testing.T) {
 	// status and access name the activation's requester and approver.
 	statusText := kubectlOria(t, "status", ext)
 	t.Logf("kubectl oria status:\n%s", statusText)
-	assert.Contains(t, statusText, "AccessRequest "+name+": requested by \""+alice+"\" (INC-7: stuck), approved by \""+bob+"\"")
+	assert.Contains(t, statusText, "AccessRequest "+name+": requested by \""+alice+"\" (INC-7: stuck), approved by \""+bob+"\" from "+
+		got.Status.StartsAt.UTC().Format(time.RFC3339)+" until "+got.Status.EndsAt.UTC().Format(time.RFC3339))
 	accessText := kubectlOria(t, "access", ext, "-n", teamA)
 	t.Logf("kubectl oria access:\n%s", accessText)
 	assert.Contains(t, accessText, "AccessRequest "+name)
