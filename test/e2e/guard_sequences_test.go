@@ -55,6 +55,8 @@ func sequenceUser(t *testing.T, prefix string) (name, own string, as client.Clie
 		testutil.Create(t, k8sClient, o)
 	}
 	cleanup(t, objs...)
+	waitAllowed(t, true, testutil.Access{User: name, Verb: "patch", Group: oriav1alpha1.GroupVersion.Group, Resource: "scopeinstances"},
+		testutil.Access{User: name, Verb: "create", Group: rbacv1.GroupName, Resource: "rolebindings", Namespace: own})
 	return name, own, as
 }
 

@@ -47,6 +47,9 @@ func delegate(t *testing.T, prefix string) (string, client.Client) {
 	for _, o := range []client.Object{role, crb} {
 		testutil.Create(t, k8sClient, o)
 	}
+	// The API server's RBAC authorizer reads bindings from its informers, a
+	// moment behind the create: the user acts once it sees the binding.
+	waitAllowed(t, true, testutil.Access{User: name, Verb: "update", Group: oriav1alpha1.GroupVersion.Group, Resource: "scopetemplates"})
 	return name, impersonate(t, name)
 }
 
