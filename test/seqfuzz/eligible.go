@@ -221,7 +221,8 @@ func (w *World) request(ctx context.Context, s Step, m *Model) string {
 	w.requests = append(w.requests, r.Name)
 	q := &Request{Subject: who, Policy: pi, Names: names, Dur: dur}
 	if !e.Approvers {
-		q.Start, q.Dur = now, dur+time.Second // self-activated: from creation, rounded up
+		q.Dur = dur + time.Second // self-activated: from creation, rounded up
+		m.started(q, now)
 	}
 	m.Requests = append(m.Requests, q)
 	return fmt.Sprintf("request#%d: AccessRequest %s: admitted", len(m.Requests)-1, r.Name)
@@ -267,7 +268,7 @@ func (w *World) decide(ctx context.Context, s Step, m *Model) string {
 			w.admitted(fmt.Sprintf("%s of %s (%s's) by %s", keys.What, w.requests[i], q.Subject, who))
 		}
 		if s.Op == OpApprove {
-			q.Start = now
+			m.started(q, now)
 		} else if q.Closed.IsZero() {
 			q.Closed = now
 		}

@@ -30,6 +30,18 @@ type Request struct {
 	// Start is when it was approved (or self-activated), zero while
 	// pending; Closed when it was denied, cancelled or ended early.
 	Start, Closed time.Time
+	// Inc: the namespaces' incarnations when it started (a namespace
+	// re-created since is another: the model then says only what the
+	// grant may do there).
+	Inc map[string]int
+}
+
+// started records that r started at t.
+func (m *Model) started(r *Request, t time.Time) {
+	r.Start, r.Inc = t, map[string]int{}
+	for _, k := range r.Names {
+		r.Inc[k] = m.NS[k].inc
+	}
 }
 
 // live reports whether policy p still allows namespace key ns at t (as
@@ -109,7 +121,7 @@ func (m *Model) mustActivate(c Cap, ns string, now time.Time) string {
 		if m.OriaStarted.Add(fill).After(from) {
 			from = m.OriaStarted.Add(fill)
 		}
-		if now.After(from) && now.Before(to) && p.live(ns, r.Start.Add(-slack)) && p.live(ns, now) {
+		if now.After(from) && now.Before(to) && p.live(ns, r.Start.Add(-slack)) && p.live(ns, now) && r.Inc[ns] == m.NS[ns].inc {
 			return requestName(i)
 		}
 	}
