@@ -32,6 +32,7 @@ const (
 	roleOriaWriter   = "seqfuzz-oria-writer"   // D: oria's kinds
 	roleRoleWriter   = "seqfuzz-role-writer"   // C: ClusterRoles, no bind, no escalate
 	roleStatusWriter = "seqfuzz-status-writer" // S: oria's status subresources
+	roleRequester    = "seqfuzz-requester"     // V, D, A, C: AccessRequests (the guard decides the rest)
 )
 
 var oriaKinds = []string{"scopetemplates", "scopeinstances", "rbacpolicies"}
@@ -54,6 +55,8 @@ func NewEnv(ctx context.Context, c *localcluster.Cluster, bin, dir string) (*Env
 		status[i] = k + "/status"
 	}
 	roles := []*rbacv1.ClusterRole{
+		{ObjectMeta: metav1.ObjectMeta{Name: roleRequester}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{oriav1alpha1.GroupVersion.Group},
+			Resources: []string{"accessrequests"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: roleOriaWriter}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{oriav1alpha1.GroupVersion.Group}, Resources: oriaKinds, Verbs: write}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: roleRoleWriter}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, Verbs: write}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: roleStatusWriter}, Rules: []rbacv1.PolicyRule{
@@ -91,10 +94,10 @@ func NewEnv(ctx context.Context, c *localcluster.Cluster, bin, dir string) (*Env
 // ExtRole is the name of the extension's generated role for access.
 func (e *Env) ExtRole(access string) string { return e.CRD + "-" + access }
 
-// As returns a client that impersonates user (the API server adds
-// system:authenticated).
-func (e *Env) As(user string) (client.Client, error) {
+// As returns a client that impersonates user, in groups (the API server
+// adds system:authenticated).
+func (e *Env) As(user string, groups ...string) (client.Client, error) {
 	cfg := rest.CopyConfig(e.Cluster.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
 	return client.New(cfg, client.Options{Scheme: e.Admin.Scheme(), Mapper: e.Admin.RESTMapper()})
 }

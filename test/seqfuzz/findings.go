@@ -74,6 +74,13 @@ var regressionSeeds = []uint64{
 	// a takeover with a window closing in it, by bindings and by a gate.
 	193, // V edit in [v1 v2] (RoleBindings of edit), ending soon; the leader change at once
 	400, // V the extension's edit through an RBACPolicy over a selector (a gate), ending soon; the leader change two steps later
+	// Eligible access (eligible.go, added after the others, from a stream
+	// of their own): an approved request's grant must end at its end, and
+	// when its policy is deleted. 169 fails with the end ignored (Judge
+	// without its time-is-up case, Activation without expiresAt): "at the
+	// end: ESCALATION: V may create gadgets in v2" (v1 was re-created).
+	169,  // V (eligible through her group) requests 8 s of the extension's edit in [v1 v2], A approves, the admin re-creates v1, time passes the end
+	1252, // D requests 8 s in [v2], A approves; V (not eligible) requests, refused; C (no approver) approves, refused; the admin deletes the policy while D's grant is active
 }
 
 // otherFindings are seeds that found something not fixed yet: not in the

@@ -141,7 +141,7 @@ func Generate(seed uint64) Sequence {
 	if down && !noStart {
 		seq = append(seq, Step{Op: OpOriaStart})
 	}
-	return seq
+	return withEligible(seed, seq)
 }
 
 func drawOp(r *rand.Rand, total int) Op {

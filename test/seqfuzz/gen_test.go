@@ -15,7 +15,7 @@ func TestGenerateIsReproducible(t *testing.T) {
 		if a.String() != b.String() {
 			t.Fatalf("seed %d gave two sequences:\n%s\n%s", seed, a, b)
 		}
-		if len(a) < minSteps || len(a) > maxSteps+motifMax {
+		if len(a) < minSteps || len(a) > maxSteps+motifMax+eligibleMax {
 			t.Fatalf("seed %d: %d steps", seed, len(a))
 		}
 	}

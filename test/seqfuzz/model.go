@@ -79,6 +79,9 @@ type Model struct {
 	// made the persona admin (D of d, N of n).
 	Base   map[string]map[string]int
 	Grants []*Grant
+	// Eligible and Requests: eligible access (eligible_model.go).
+	Eligible []*Eligible
+	Requests []*Request
 	// OriaStarted is when oria last started: nothing is revoked while it
 	// is down, so a due revocation is judged from its start.
 	OriaStarted time.Time
@@ -118,10 +121,16 @@ func (m *Model) MayHold(subject string, c Cap, ns string, now time.Time) (bool, 
 			}
 		}
 	}
+	if why := m.byActivation(subject, c, ns, now); why != "" {
+		return true, why
+	}
 	for _, p := range delegators {
 		if why := m.byBase(p, c, ns); why != "" {
 			return true, "delegated by " + why
 		}
+	}
+	if why := m.delegatedActivation(subject, c, ns, now); why != "" {
+		return true, why
 	}
 	return false, ""
 }
@@ -182,6 +191,9 @@ func (m *Model) MustHold(c Cap, ns string, now time.Time) (bool, string) {
 		if covered {
 			return true, grantName(i)
 		}
+	}
+	if why := m.mustActivate(c, ns, now); why != "" {
+		return true, why
 	}
 	return false, ""
 }

@@ -53,12 +53,17 @@ type Violation struct {
 	// the run, after time passed the admin grants' close window instants).
 	Step int
 	Why  string
+	// Admitted: the guard admitted a write it must refuse (eligible.go).
+	Admitted string
 }
 
 func (v Violation) String() string {
 	at := fmt.Sprintf("after step %d", v.Step)
 	if v.Step == 0 {
 		at = "at the end"
+	}
+	if v.Admitted != "" {
+		return fmt.Sprintf("%s: ADMITTED: %s", at, v.Admitted)
 	}
 	if v.Standby {
 		return fmt.Sprintf("%s: STANDBY: %s while no replica led, though %s (the standby replica did not end it)", at, v.Probe, v.Why)

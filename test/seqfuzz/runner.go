@@ -118,14 +118,26 @@ func (w *World) finish(ctx context.Context, m *Model, res *Result) ([]Violation,
 
 // edgeAhead reports whether an admin grant has a window instant within d.
 func (m *Model) edgeAhead(now time.Time, d time.Duration) bool {
-	for _, g := range m.Grants {
-		for _, t := range []*time.Time{g.NB, g.EA} {
-			if t != nil && t.After(now) && t.Before(now.Add(d)) {
-				return true
-			}
+	for _, t := range m.instants() {
+		if t.After(now) && t.Before(now.Add(d)) {
+			return true
 		}
 	}
 	return false
+}
+
+// instants are the admin grants' window instants and the activations'
+// ends.
+func (m *Model) instants() []time.Time {
+	var out []time.Time
+	for _, g := range m.Grants {
+		for _, t := range []*time.Time{g.NB, g.EA} {
+			if t != nil {
+				out = append(out, *t)
+			}
+		}
+	}
+	return append(out, m.activationEnds()...)
 }
 
 // suffix is a short random tag (runs of one seed never share names).
@@ -192,6 +204,8 @@ func (w *World) Exec(ctx context.Context, s Step, m *Model) string {
 		return "ready"
 	case OpLeaderChange:
 		return w.leaderChange(ctx, m)
+	case OpAdminEligible, OpAdminEligibleChange, OpRequest, OpApprove, OpDeny, OpEnd:
+		return w.execEligible(ctx, s, m)
 	case OpSleep:
 		d := m.nextEdge(time.Now())
 		time.Sleep(d)
@@ -205,12 +219,10 @@ func (w *World) Exec(ctx context.Context, s Step, m *Model) string {
 func (m *Model) nextEdge(now time.Time) time.Duration {
 	best := 15 * time.Second
 	found := false
-	for _, g := range m.Grants {
-		for _, t := range []*time.Time{g.NB, g.EA} {
-			if t != nil && t.After(now) {
-				if d := t.Sub(now) + 1500*time.Millisecond; d < best {
-					best, found = d, true
-				}
+	for _, t := range m.instants() {
+		if t.After(now) {
+			if d := t.Sub(now) + 1500*time.Millisecond; d < best {
+				best, found = d, true
 			}
 		}
 	}

@@ -44,6 +44,15 @@ const (
 	// generator makes it from a stop (gen.go), so that adding it left
 	// every other draw of every seed as it was.
 	OpLeaderChange
+	// Eligible access (eligible.go): last, with no weight, drawn from a
+	// stream of their own (eligibleStream), so that adding them left
+	// every other draw of every seed as it was.
+	OpAdminEligible       // admin: an eligible RBACPolicy. A subjects, B approvers, C namespaces, D maxDuration
+	OpAdminEligibleChange // admin: A eligible policy: B delete or narrow
+	OpRequest             // A requester (V, D), B variant, C namespaces, D duration, E policy
+	OpApprove             // A who, E request
+	OpDeny                // A who, E request
+	OpEnd                 // A who, E request
 	numOps
 )
 
@@ -146,6 +155,8 @@ func (s Step) String() string {
 		return "time: sleep past the next window edge"
 	case OpLeaderChange:
 		return "oria: leader change (the leader killed before the next window instant, the standby takes over)"
+	case OpAdminEligible, OpAdminEligibleChange, OpRequest, OpApprove, OpDeny, OpEnd:
+		return eligibleString(s)
 	}
 	return fmt.Sprintf("op %d", s.Op)
 }

@@ -34,6 +34,11 @@ type World struct {
 	// roles are ClusterRoles the personas made (removed at clean-up).
 	roles []string
 	seq   int
+	// Eligible access (eligible.go): the run's eligible policies and
+	// requests, and clients of the personas in their groups.
+	eligible []string
+	requests []string
+	inGroups map[string]client.Client
 	// stepViolations are what a step's own checks found (a leader
 	// change's), taken by the runner after the step.
 	stepViolations []Violation
@@ -69,7 +74,8 @@ type objRef struct {
 // run's prefix).
 const selectorKey = "seqfuzz.oria.operatorframework.io/victim"
 
-var personas = []string{"D", "N", "C", "S", "V"}
+// A approves eligible requests (eligible.go); it has no other right.
+var personas = []string{"D", "N", "C", "S", "V", "A"}
 
 // NewWorld makes a run's namespaces, users and their RBAC: D may write
 // oria's kinds and is admin of d, N is admin of n, C may write
@@ -92,7 +98,7 @@ func NewWorld(ctx context.Context, e *Env, prefix string) (*World, error) {
 		objs = append(objs, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: w.Users[p]},
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: []rbacv1.Subject{testutil.User(w.Users[p])}})
 	}
-	objs = append(objs, w.baseBinding("D", "d"), w.baseBinding("N", "n"))
+	objs = append(objs, w.baseBinding("D", "d"), w.baseBinding("N", "n"), w.requesterBinding())
 	for _, o := range objs {
 		if err := e.Admin.Create(ctx, o); err != nil {
 			return nil, fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
@@ -216,6 +222,7 @@ func (w *World) pickObject(i int, kinds ...string) (objRef, bool) {
 // namespaces are deleted without waiting.
 func (w *World) Cleanup(ctx context.Context) {
 	a := w.env.Admin
+	w.cleanupRequests(ctx)
 	for _, l := range []client.ObjectList{&oriav1alpha1.RBACPolicyList{}, &oriav1alpha1.ScopeInstanceList{}, &oriav1alpha1.ScopeTemplateList{}} {
 		if err := a.List(ctx, l); err != nil {
 			continue
