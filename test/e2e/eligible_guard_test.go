@@ -36,9 +36,11 @@ func TestEligibilityChangeIsAGrant(t *testing.T) {
 	require.NoError(t, k8sClient.Create(ctx, policy.DeepCopy()))
 	cleanup(t, policy)
 	for name, loosen := range map[string]func(p *oriav1alpha1.RBACPolicy){
-		"no approvers":     func(p *oriav1alpha1.RBACPolicy) { p.Spec.Eligibility.Approvers = nil },
-		"a longer maximum": func(p *oriav1alpha1.RBACPolicy) { p.Spec.Eligibility.MaxDuration = metav1.Duration{Duration: 24 * time.Hour} },
-		"no eligibility":   func(p *oriav1alpha1.RBACPolicy) { p.Spec.Eligibility = nil },
+		"no approvers": func(p *oriav1alpha1.RBACPolicy) { p.Spec.Eligibility.Approvers = nil },
+		"a longer maximum": func(p *oriav1alpha1.RBACPolicy) {
+			p.Spec.Eligibility.MaxDuration = metav1.Duration{Duration: 24 * time.Hour}
+		},
+		"no eligibility": func(p *oriav1alpha1.RBACPolicy) { p.Spec.Eligibility = nil },
 	} {
 		t.Run(name, func(t *testing.T) {
 			obj := &oriav1alpha1.RBACPolicy{ObjectMeta: metav1.ObjectMeta{Name: policy.Name}}
