@@ -236,9 +236,10 @@ var roleKind = engine.ClusterRoleKind(exclusiveLabels...)
 // too, but only once it notices; access to an uninstalled extension's APIs
 // goes now.
 func (r *Reconciler) Cleanup(ctx context.Context, name string) error {
-	stale, err := r.staleRoles(ctx, name, nil)
+	roles, err := r.extensionRoles(ctx, name)
 	if err != nil {
 		return err
 	}
+	stale := StaleRoles(roles, name, nil, nil)
 	return errors.Join(engine.Summarize(engine.Delete(ctx, r.writer(), roleKind.Name, stale)).Errors...)
 }

@@ -103,9 +103,11 @@ func (r *Reconciler) Gather(ctx context.Context, ce *ocv1.ClusterExtension) (*pl
 			return nil, fmt.Errorf("reading ClusterRole %q from the cache: %w", want.Name, err)
 		}
 	}
-	if p.stale, err = r.staleRoles(ctx, ce.Name, p.desired); err != nil {
+	oriaRoles, err := r.extensionRoles(ctx, ce.Name)
+	if err != nil {
 		return nil, err
 	}
+	p.stale = StaleRoles(oriaRoles, ce.Name, p.desired, bundleNames)
 	for _, name := range slices.Sorted(maps.Keys(p.bundle)) {
 		if ops := handOverPatch(p.bundle[name], keptLabel(p.bundle[name], mode)); ops != nil {
 			p.handOvers = append(p.handOvers, engine.HandOver{Object: p.bundle[name].Object, Patch: ops})
@@ -130,24 +132,36 @@ func (r *Reconciler) bundleRoles(ctx context.Context, name string) ([]metav1.Par
 	return list.Items, nil
 }
 
-// staleRoles returns the cached roles oria generated for the extension named
-// name that are not in desired (all of them when desired is empty).
-func (r *Reconciler) staleRoles(ctx context.Context, name string, desired []*rbacv1.ClusterRole) ([]*rbacv1.ClusterRole, error) {
+// extensionRoles lists the cached roles labelled as oria's for the
+// extension named name (the cache holds only oria's roles: managed-by label).
+func (r *Reconciler) extensionRoles(ctx context.Context, name string) ([]rbacv1.ClusterRole, error) {
 	list := &rbacv1.ClusterRoleList{}
-	// The cache holds only oria's roles (managed-by label).
 	if err := r.Client.List(ctx, list, client.MatchingFields{lookup.IndexExtensionRoles: names.LabelValue(name)}); err != nil {
 		return nil, fmt.Errorf("listing the ClusterRoles of ClusterExtension %q: %w", name, err)
 	}
+	return list.Items, nil
+}
+
+// StaleRoles returns the roles of cached that oria generated for the
+// extension named name and that are neither desired nor shipped by its
+// bundle (bundle: the names the bundle-role cache shows): those oria
+// deletes. A name the bundle ships is never stale, whatever the role cache
+// still shows: the two caches are fed by two informers, and when Helm
+// adopts a generated role the bundle-role cache may see the adoption
+// before the role cache does, which still shows the role as oria's alone.
+// Deleting it then would delete the bundle's role (Helm puts it back, but
+// access lapses meanwhile).
+func StaleRoles(cached []rbacv1.ClusterRole, name string, desired []*rbacv1.ClusterRole, bundle map[string]bool) []*rbacv1.ClusterRole {
 	want := map[string]bool{}
 	for _, d := range desired {
 		want[d.Name] = true
 	}
 	var stale []*rbacv1.ClusterRole
-	for i := range list.Items {
-		cr := &list.Items[i]
-		if !want[cr.Name] && ownership.ExtensionOwns(cr, name, "") && cr.DeletionTimestamp.IsZero() {
+	for i := range cached {
+		cr := &cached[i]
+		if !want[cr.Name] && !bundle[cr.Name] && ownership.ExtensionOwns(cr, name, "") && cr.DeletionTimestamp.IsZero() {
 			stale = append(stale, cr)
 		}
 	}
-	return stale, nil
+	return stale
 }

@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/names"
+	"github.com/operator-framework/oria/internal/olm"
 )
 
 // role is the comparable essence of a generated ClusterRole.
@@ -300,5 +302,85 @@ func TestDesiredRolesSkipBundleNames(t *testing.T) {
 	want := []string{"foos.example.com-edit", "foos.example.com-view", "foos.example.com-view-crdview"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("DesiredRoles with a bundle role (-want +got):\n%s", diff)
+	}
+}
+
+// TestStaleRoles: oria deletes the roles it generated that are no longer
+// desired, and never one whose name the bundle ships, even while the role
+// cache still shows it as oria's alone (the bundle-role cache saw Helm's
+// adoption first). Nor another extension's, a role being deleted, or one
+// the bundle already owns.
+func TestStaleRoles(t *testing.T) {
+	ext := Extension{Name: "argocd", UID: "uid-1"}
+	crd := "foos.example.com"
+	generated := func() []rbacv1.ClusterRole {
+		var out []rbacv1.ClusterRole
+		for _, r := range DesiredRoles(ext, []string{crd}, oriav1alpha1.RBACModeLegacy, nil) {
+			out = append(out, *r)
+		}
+		return out
+	}
+	view, edit := names.ExtensionRole(crd, names.RoleView), names.ExtensionRole(crd, names.RoleEdit)
+	withoutView := DesiredRoles(ext, []string{crd}, oriav1alpha1.RBACModeLegacy, map[string]bool{view: true})
+	tests := []struct {
+		name    string
+		cached  func() []rbacv1.ClusterRole
+		desired []*rbacv1.ClusterRole
+		bundle  map[string]bool
+		want    []string
+	}{{
+		name: "all desired", cached: generated,
+		desired: DesiredRoles(ext, []string{crd}, oriav1alpha1.RBACModeLegacy, nil),
+	}, {
+		name: "the API is gone", cached: generated,
+		want: []string{names.ExtensionRole(crd, names.RoleAdmin), edit, view, view + "-crdview"},
+	}, {
+		name: "the bundle ships view: the role cache has not seen the adoption yet", cached: generated,
+		desired: withoutView, bundle: map[string]bool{view: true},
+	}, {
+		name: "the bundle ships view, and the role cache shows the adoption",
+		cached: func() []rbacv1.ClusterRole {
+			out := generated()
+			for i := range out {
+				if out[i].Name == view {
+					for k, v := range olm.OwnerLabels(ext.Name) {
+						out[i].Labels[k] = v
+					}
+				}
+			}
+			return out
+		},
+		desired: withoutView, bundle: map[string]bool{view: true},
+	}, {
+		name: "not desired, no longer shipped: stale again", cached: generated,
+		desired: withoutView, want: []string{view},
+	}, {
+		name: "being deleted",
+		cached: func() []rbacv1.ClusterRole {
+			out := generated()
+			now := metav1.Now()
+			for i := range out {
+				out[i].DeletionTimestamp = &now
+			}
+			return out
+		},
+	}, {
+		name: "another extension's", cached: generated,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := ext.Name
+			if tt.name == "another extension's" {
+				name = "other"
+			}
+			var got []string
+			for _, r := range StaleRoles(tt.cached(), name, tt.desired, tt.bundle) {
+				got = append(got, r.Name)
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("StaleRoles (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
