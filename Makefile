@@ -8,6 +8,12 @@ LOCAL_DIR := $(CURDIR)/.local
 # go test stops a package after 10 minutes by default; the end-to-end package runs longer on a
 # loaded 2-core machine.
 GO_TEST_FLAGS ?= -count=1 -timeout=30m
+# `make test` runs TEST_P test binaries at once (go test -p; its default is the number of cores),
+# the longest first: go test starts packages in the order it is given them (./... adds the rest,
+# sorted). The long suites mostly wait on their control planes, so a third binary beside them
+# fills the cores; docs/development.md, "Where a warm run spends its time", has the figures.
+TEST_P ?= 3
+TEST_FIRST := ./test/e2e ./test/seqfuzz ./test/olm ./test/install ./hack/image ./internal/controller/scopeinstance
 BENCH_FLAGS ?=
 
 # The image `make docker-build`, `build-installer` and `deploy` use.
@@ -150,7 +156,7 @@ undeploy: ## Remove what `make deploy` installed (the CRDs too, and with them ev
 
 .PHONY: test
 test: controlplane olm verify ## Everything, deterministically: checks, unit (fuzz seeds and committed findings included), integration (envtest) and end-to-end tests.
-	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS="$$(hack/controlplane.sh)" go test $(GO_TEST_FLAGS) -p $(TEST_P) $(TEST_FIRST) ./...
 
 # How long `make fuzz` explores each fuzz target (five targets). `make test` runs no exploration:
 # plain `go test` runs each target's seeds (f.Add) and the committed findings under
