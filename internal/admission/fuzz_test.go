@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -18,13 +19,14 @@ import (
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/eligibility"
 	"github.com/operator-framework/oria/internal/manager"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/policy"
 )
 
 // fuzzKinds are the kinds the guard decodes, by the fuzz input's kind byte.
-var fuzzKinds = []string{"ScopeTemplate", "ScopeInstance", "RBACPolicy"}
+var fuzzKinds = []string{"ScopeTemplate", "ScopeInstance", "RBACPolicy", "AccessRequest"}
 
 // addGuardSeeds adds, for each kind, the objects of the guard's tests:
 // creates, and updates of an old object into a new one.
@@ -68,8 +70,38 @@ func addGuardSeeds(f *testing.F) {
 		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "mallory", Operation: metav1.ManagedFieldsOperationApply,
 			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:namespaces":{}}}`)}}}
 	}), rbacPolicy())
+	request := func(mutate ...func(*oriav1alpha1.AccessRequest)) *oriav1alpha1.AccessRequest {
+		r := &oriav1alpha1.AccessRequest{
+			TypeMeta:   metav1.TypeMeta{APIVersion: oriav1alpha1.GroupVersion.String(), Kind: "AccessRequest"},
+			ObjectMeta: metav1.ObjectMeta{Name: "fuzz"},
+			Spec: oriav1alpha1.AccessRequestSpec{PolicyName: "p", Requester: "bob", Namespaces: []string{"a"},
+				Duration: metav1.Duration{Duration: time.Hour}, Reason: "on call"},
+		}
+		for _, m := range mutate {
+			m(r)
+		}
+		return r
+	}
+	add(3, request(), nil)
+	add(3, request(func(r *oriav1alpha1.AccessRequest) {
+		r.Annotations = map[string]string{oriav1alpha1.AnnotationApprovedBy: "bob", oriav1alpha1.AnnotationApprovedAt: "2026-11-28T20:00:00Z"}
+	}), request())
+	add(3, request(func(r *oriav1alpha1.AccessRequest) {
+		r.Spec.EligibleAs = &rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "oncall"}
+		r.Spec.Duration.Duration = -time.Second
+	}), nil)
 	add(1, nil, nil)
 	f.Add(uint8(1), []byte(`{"spec":{"scopeTemplateName":"t","namespaceSelector":{"team":5}}}`), []byte(`{"spec": 3}`))
+}
+
+// eligiblePolicy is a policy whose subjects bob and the group oncall are
+// eligible, approved by alice.
+func eligiblePolicy() *oriav1alpha1.RBACPolicy {
+	return rbacPolicy(func(p *oriav1alpha1.RBACPolicy) {
+		p.Spec.Subjects = append(p.Spec.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, Name: "bob"}, rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "oncall"})
+		p.Spec.Eligibility = &oriav1alpha1.Eligibility{MaxDuration: metav1.Duration{Duration: 4 * time.Hour},
+			Approvers: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "alice"}}, RequireReason: true}
+	})
 }
 
 // FuzzGuardDecode feeds any bytes to the guard as the object (and the old
@@ -115,6 +147,22 @@ func FuzzGuardDecode(f *testing.F) {
 		if err != nil {
 			if resp.Allowed {
 				t.Fatalf("admitted what does not decode: %v", err)
+			}
+			return
+		}
+		if r, ok := after.(*oriav1alpha1.AccessRequest); ok {
+			// Every create and update of a request is judged against its
+			// policy as the API server has it: none can be read, so none
+			// is admitted. The pure rules never panic, whatever the policy.
+			if resp.Allowed {
+				t.Fatalf("admitted an AccessRequest without reading its policy")
+			}
+			u := eligibility.User{Name: "bob", Groups: []string{"oncall"}}
+			for _, p := range []*oriav1alpha1.RBACPolicy{nil, eligiblePolicy()} {
+				_ = eligibility.AdmitCreate(p, r, u)
+				if before != nil {
+					_ = eligibility.AdmitUpdate(p, before.(*oriav1alpha1.AccessRequest), r, u, false, time.Now())
+				}
 			}
 			return
 		}
