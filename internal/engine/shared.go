@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,10 +28,25 @@ import (
 
 // ApplyKey server-side applies ac as owner without force: a field another
 // manager holds is a conflict, nothing is written and conflict is true
-// (err is then the API server's answer, for the message).
+// (err is then the API server's answer, for the message). An ac that names
+// the UID of the object read is never created anew: Gone(err) when that
+// object is gone.
 func ApplyKey(ctx context.Context, w *Writer, ac runtime.ApplyConfiguration, owner string) (conflict bool, err error) {
 	err = w.Client.Apply(ctx, ac, client.FieldOwner(owner))
-	return apierrors.IsConflict(err), err
+	return apierrors.IsConflict(err) && apierrors.HasStatusCause(err, metav1.CauseTypeFieldManagerConflict), err
+}
+
+// Gone reports whether err is the API server's answer to a write that names
+// the UID of the object it read (a server-side apply with metadata.uid),
+// when that object no longer exists: deleted (a "uid mismatch" conflict, or
+// not found), or replaced by another of the same name (metadata.uid is
+// immutable). Nothing was written.
+func Gone(err error) bool {
+	if err == nil {
+		return false
+	}
+	return apierrors.IsNotFound(err) || apierrors.IsInvalid(err) ||
+		(apierrors.IsConflict(err) && !apierrors.HasStatusCause(err, metav1.CauseTypeFieldManagerConflict))
 }
 
 // CreateNew creates obj as owner only if no object of its name exists:
@@ -71,12 +87,13 @@ func ApplyRestart(ctx context.Context, w *Writer, ac runtime.ApplyConfiguration,
 	return w.Client.Apply(ctx, ac, client.FieldOwner(owner), client.ForceOwnership)
 }
 
-// Withdraw server-side applies ac, which names no field, as owner: owner
-// gives up every field it held in the object. gone is true when the object
-// does not exist.
+// Withdraw server-side applies ac, which names no field but the UID of the
+// object read, as owner: owner gives up every field it held in the object.
+// gone is true when that object no longer exists (Gone): nothing is
+// written, and an apply never creates an empty object in its place.
 func Withdraw(ctx context.Context, w *Writer, ac runtime.ApplyConfiguration, owner string) (gone bool, err error) {
 	err = w.Client.Apply(ctx, ac, client.FieldOwner(owner))
-	if apierrors.IsNotFound(err) {
+	if Gone(err) {
 		return true, nil
 	}
 	return false, err

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -95,19 +96,30 @@ func ConfigMapName(ref oriav1alpha1.ConfigMapKeyReference) string {
 // ConfigMap is the apply configuration of instance's key: the key, the
 // published label (which puts the ConfigMap in oria's cache) and the
 // annotation recording the instance. Applied with FieldOwner(instance) and
-// without force, so that a key another manager holds is a conflict.
-func ConfigMap(instance string, ref oriav1alpha1.ConfigMapKeyReference, value string) *corev1ac.ConfigMapApplyConfiguration {
-	return corev1ac.ConfigMap(ref.Name, ref.Namespace).
+// without force, so that a key another manager holds is a conflict. uid is
+// the UID of the ConfigMap as oria read it ("" when it was not read): a
+// server-side apply creates what does not exist, and one naming a UID
+// fails instead, so a ConfigMap deleted since it was read is never created
+// anew, without the ownerReference that would take it away with its
+// instance (see Gone).
+func ConfigMap(instance string, ref oriav1alpha1.ConfigMapKeyReference, value string, uid types.UID) *corev1ac.ConfigMapApplyConfiguration {
+	ac := corev1ac.ConfigMap(ref.Name, ref.Namespace).
 		WithLabels(map[string]string{oriav1alpha1.LabelPublished: "true"}).
 		WithAnnotations(map[string]string{AnnotationKey(instance): ref.KeyOrDefault()}).
 		WithData(map[string]string{ref.KeyOrDefault(): value})
+	if uid != "" {
+		ac.WithUID(uid)
+	}
+	return ac
 }
 
 // Withdrawal is the apply configuration that removes everything instance
-// wrote into a ConfigMap (an apply that names no field gives up every field
-// its manager owned).
-func Withdrawal(namespace, name string) *corev1ac.ConfigMapApplyConfiguration {
-	return corev1ac.ConfigMap(name, namespace)
+// wrote into the ConfigMap with this UID (an apply that names no field
+// gives up every field its manager owned). The UID makes the apply fail
+// rather than create an empty ConfigMap when the one read was deleted
+// meanwhile (by the garbage collector, with its instance).
+func Withdrawal(namespace, name string, uid types.UID) *corev1ac.ConfigMapApplyConfiguration {
+	return corev1ac.ConfigMap(name, namespace).WithUID(uid)
 }
 
 // Current reports whether cm already holds what ConfigMap would write, so

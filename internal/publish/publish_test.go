@@ -36,7 +36,16 @@ func TestNamespacesAndValue(t *testing.T) {
 
 func TestConfigMapApply(t *testing.T) {
 	ref := oriav1alpha1.ConfigMapKeyReference{Namespace: "op", Name: "scope"}
-	ac := ConfigMap("inst", ref, "a,b")
+	ac := ConfigMap("inst", ref, "a,b", "")
+	if ac.UID != nil {
+		t.Errorf("a ConfigMap not read names UID %q", *ac.UID)
+	}
+	if read := ConfigMap("inst", ref, "a,b", "u-1"); read.UID == nil || *read.UID != "u-1" {
+		t.Error("a ConfigMap read is applied without its UID: an apply would create it again once deleted")
+	}
+	if w := Withdrawal("op", "scope", "u-1"); w.UID == nil || *w.UID != "u-1" || w.Data != nil || w.Annotations != nil || w.Labels != nil {
+		t.Errorf("a withdrawal names the UID read and no field: %+v", w)
+	}
 	if diff := cmp.Diff(map[string]string{"namespaces": "a,b"}, ac.Data); diff != "" {
 		t.Errorf("data (-want +got):\n%s", diff)
 	}

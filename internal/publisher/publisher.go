@@ -148,9 +148,13 @@ func (p *Publisher) applyKey(ctx context.Context, si *oriav1alpha1.ScopeInstance
 	err := p.Cache.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, cm)
 	switch {
 	case apierrors.IsNotFound(err):
-		if _, err := engine.CreateNew(ctx, p.Writer, publish.Creation(si, ref), publish.FieldOwner(si.Name)); err != nil {
+		created := publish.Creation(si, ref)
+		if _, err := engine.CreateNew(ctx, p.Writer, created, publish.FieldOwner(si.Name)); err != nil {
 			return "", fmt.Errorf("creating ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
 		}
+		// created's UID is the new ConfigMap's; "" when one existed
+		// that the cache does not show.
+		cm.UID = created.UID
 	case err != nil:
 		return "", fmt.Errorf("reading ConfigMap %s/%s: %w", ref.Namespace, ref.Name, err)
 	default:
@@ -163,7 +167,11 @@ func (p *Publisher) applyKey(ctx context.Context, si *oriav1alpha1.ScopeInstance
 			return "", nil
 		}
 	}
-	conflict, err := engine.ApplyKey(ctx, p.Writer, publish.ConfigMap(si.Name, ref, value), publish.FieldOwner(si.Name))
+	conflict, err := engine.ApplyKey(ctx, p.Writer, publish.ConfigMap(si.Name, ref, value, cm.UID), publish.FieldOwner(si.Name))
+	if engine.Gone(err) {
+		// Deleted since it was read: its deletion brings si back.
+		return "", nil
+	}
 	if conflict {
 		return fmt.Sprintf("key %q of ConfigMap %s/%s is managed by someone else (%s)", ref.KeyOrDefault(), ref.Namespace, ref.Name, err), nil
 	}
@@ -234,7 +242,7 @@ func (p *Publisher) withdraw(ctx context.Context, instance string, uid types.UID
 
 func (p *Publisher) withdrawFrom(ctx context.Context, instance string, uid types.UID, cached *corev1.ConfigMap) error {
 	namespace, name := cached.Namespace, cached.Name
-	gone, err := engine.Withdraw(ctx, p.Writer, publish.Withdrawal(namespace, name), publish.FieldOwner(instance))
+	gone, err := engine.Withdraw(ctx, p.Writer, publish.Withdrawal(namespace, name, cached.UID), publish.FieldOwner(instance))
 	if gone {
 		return nil
 	}

@@ -196,7 +196,7 @@ func TestPublicationOfAGoneInstance(t *testing.T) {
 	op := namespace(t, "op", nil)
 	ghost := testutil.UniqueName("ghost")
 	ref := oriav1alpha1.ConfigMapKeyReference{Namespace: op, Name: "left-behind"}
-	require.NoError(t, k8sClient.Apply(ctx, publish.ConfigMap(ghost, ref, op), client.FieldOwner(publish.FieldOwner(ghost))))
+	require.NoError(t, k8sClient.Apply(ctx, publish.ConfigMap(ghost, ref, op, ""), client.FieldOwner(publish.FieldOwner(ghost))))
 	uid := get(t, ref.Name, op, &corev1.ConfigMap{}).UID
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		cm := &corev1.ConfigMap{}
