@@ -144,7 +144,7 @@ func TestExampleAlerts(t *testing.T) {
 	bad := alerts{
 		"OriaConflict":                 {{"kind": "ClusterExtension"}},
 		"OriaGrantIncomplete":          {{"kind": "ScopeInstance", "reason": "NamespaceNotFound"}, {"kind": "ScopeInstance", "reason": "ServiceAccountNotFound"}},
-		"OriaCeilingWithholdsBindings": {{"kind": "ScopeInstance"}},
+		"OriaBindingsBeyondCeiling": {{"kind": "ScopeInstance"}},
 		"OriaNotReady":                 {{"kind": "RBACPolicy", "reason": "InvalidMode"}},
 		"OriaExtensionNotManaged":      {{"reason": "InvalidMode"}},
 	}
