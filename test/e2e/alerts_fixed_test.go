@@ -80,12 +80,12 @@ func fixedScenario() ([]string, []alerts) {
 		fixedScrape(20, 50, append(healthy, `oria_write_errors_total{kind="RoleBinding",reason="Forbidden"} 4`)...),
 	}
 	standing := alerts{
-		"OriaConflict":                 {{"kind": "ClusterExtension"}, {"kind": "ScopeTemplate"}},
-		"OriaGrantIncomplete":          {{"kind": "ScopeInstance", "reason": "NamespaceNotFound"}, {"kind": "RBACPolicy", "reason": "TemplateNotFound"}},
+		"OriaConflict":              {{"kind": "ClusterExtension"}, {"kind": "ScopeTemplate"}},
+		"OriaGrantIncomplete":       {{"kind": "ScopeInstance", "reason": "NamespaceNotFound"}, {"kind": "RBACPolicy", "reason": "TemplateNotFound"}},
 		"OriaBindingsBeyondCeiling": {{"kind": "ScopeInstance"}},
-		"OriaNotReady":                 {{"kind": "RBACPolicy", "reason": "InvalidSpec"}},
-		"OriaExtensionNotManaged":      {{"reason": "BundleRoleTooBroad"}},
-		"OriaAccessRequestPending":     {{}},
+		"OriaNotReady":              {{"kind": "RBACPolicy", "reason": "InvalidSpec"}},
+		"OriaExtensionNotManaged":   {{"reason": "BundleRoleTooBroad"}},
+		"OriaAccessRequestPending":  {{}},
 	}
 	reached := alerts{
 		"OriaWriteErrors":          {{"kind": "RoleBinding", "reason": "Forbidden"}},
