@@ -12,6 +12,14 @@
 // new rules of a role its bindings grant), and the kubectl plugin
 // (internal/cli) to confirm who may do what. Who an identity is (a
 // ServiceAccount as a user) is package subjects'.
+//
+// CheckBind reads down its files: this one from CheckBind to the rules in
+// memory (checkBind, the roles read ahead, the cluster-wide shortcut,
+// rulesIn, allows, cover), reviews.go for the SubjectAccessReviews (Denied)
+// and what they settle last (checkBindReviews, holds), covers.go for the
+// answers remembered by content. escalate.go holds the checks made with
+// reviews alone, rules.go where the rules in memory come from, denial.go
+// the refusal's words.
 package authz
 
 import (
@@ -19,13 +27,17 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/ownership"
 )
 
 // Defaults of the Authorizer's limits.
@@ -93,29 +105,6 @@ func orDefault(v, def int) int {
 	return def
 }
 
-// Allowed asks whether user holds p.
-func (a *Authorizer) Allowed(ctx context.Context, user authenticationv1.UserInfo, p Permission) (bool, error) {
-	return Ask(ctx, a.client, user, p)
-}
-
-// Ask asks the API server with one SubjectAccessReview, created with c,
-// whether user holds p.
-func Ask(ctx context.Context, c client.Client, user authenticationv1.UserInfo, p Permission) (bool, error) {
-	sar := SubjectAccessReview(user, p)
-	if err := c.Create(ctx, sar); err != nil {
-		return false, fmt.Errorf("SubjectAccessReview for %s: %w", p, err)
-	}
-	return sar.Status.Allowed, nil
-}
-
-// Unrestricted reports whether user may bind and escalate every ClusterRole
-// cluster-wide (cluster admins, and oria itself): such a user passes every
-// check, so nothing else needs to be asked.
-func (a *Authorizer) Unrestricted(ctx context.Context, user authenticationv1.UserInfo) (bool, error) {
-	denied, err := a.Denied(ctx, user, []Permission{bindPermission("", ""), escalatePermission("")}, 1)
-	return len(denied) == 0, err
-}
-
 // CheckBind returns the grants user may not create, at most MaxDenials.
 // inline holds the rules of roles oria writes itself (a template's inline
 // roles: what the role will grant once oria writes it); every other role is
@@ -137,6 +126,10 @@ func (a *Authorizer) CheckEachBind(ctx context.Context, user authenticationv1.Us
 	return a.checkBind(ctx, user, grants, inline, max(len(grants), 1))
 }
 
+// checkBind is CheckBind naming at most maxDenials: the roles are read
+// ahead, roles bindable cluster-wide settled by one review each, the rest
+// answered from the user's rules in memory, and what those leave asked
+// with SubjectAccessReviews (checkBindReviews).
 func (a *Authorizer) checkBind(ctx context.Context, user authenticationv1.UserInfo, grants []binding.Grant, inline map[string][]rbacv1.PolicyRule, maxDenials int) ([]Denial, error) {
 	// The roles are read while the cluster-wide reviews are made: two
 	// round trips at once instead of one after the other.
@@ -176,13 +169,58 @@ func (a *Authorizer) checkBind(ctx context.Context, user authenticationv1.UserIn
 			if err != nil {
 				return nil, err
 			}
-			if u.allows(g, role.rules, role.onlyBind()) {
+			if u.allows(g, role) {
 				continue
 			}
 		}
 		rest = append(rest, g)
 	}
 	return a.checkBindReviews(ctx, user, rest, roles, maxDenials)
+}
+
+// roleRules reads the rules of the roles a check binds, once each: inline
+// roles from the template, others from the API server.
+type roleRules struct {
+	a      *Authorizer
+	inline map[string][]rbacv1.PolicyRule
+	read   map[string]*rbacv1.ClusterRole
+}
+
+// prefetch reads the roles grants bind that are not inline, in parallel.
+func (r *roleRules) prefetch(ctx context.Context, grants []binding.Grant) error {
+	var names []string
+	for _, g := range grants {
+		if _, inline := r.inline[g.Role]; !inline && !slices.Contains(names, g.Role) {
+			names = append(names, g.Role)
+		}
+	}
+	read := make([]*rbacv1.ClusterRole, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	tokens := make(chan struct{}, r.a.parallelism())
+	for i, name := range names {
+		tokens <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-tokens; wg.Done() }()
+			cr := &rbacv1.ClusterRole{}
+			if err := r.a.reader.Get(ctx, client.ObjectKey{Name: name}, cr); err != nil {
+				if !apierrors.IsNotFound(err) {
+					errs[i] = fmt.Errorf("reading ClusterRole %q: %w", name, err)
+				}
+				cr = nil
+			}
+			read[i] = cr
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for i, name := range names {
+		r.read[name] = read[i]
+	}
+	return nil
 }
 
 // bindableEverywhere returns the roles of grants bound in more than one
@@ -216,67 +254,103 @@ func (a *Authorizer) bindableEverywhere(ctx context.Context, user authentication
 	return out, nil
 }
 
-// CheckBindEveryRole returns the places (grants with an empty Role) where user may
-// not bind every ClusterRole: what binding roles that are not known yet
-// needs.
-func (a *Authorizer) CheckBindEveryRole(ctx context.Context, user authenticationv1.UserInfo, places []binding.Grant) ([]binding.Grant, error) {
-	perms := make([]Permission, len(places))
-	for i, p := range places {
-		perms[i] = bindPermission("", p.Namespace)
-	}
-	denied, err := a.Denied(ctx, user, perms, orDefault(a.MaxDenials, DefaultMaxDenials))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]binding.Grant, len(denied))
-	for i, p := range denied {
-		out[i] = binding.Grant{Namespace: p.Namespace}
-	}
-	return out, nil
+// userRules are the rules of one user in each namespace of a check.
+type userRules struct {
+	sets map[string]RuleSet
+	// memo holds what was worked out per distinct rule set and role.
+	memo map[coverage]coverResult
+	// digests are the digests of the rule sets, by key, for the answers
+	// shared across requests (the Authorizer's).
+	digests map[string]digest
+	shared  *coversMemo
 }
 
-// CheckEscalate returns the inline roles user may not create, at most
-// MaxDenials: roles maps each role name to its rules.
-func (a *Authorizer) CheckEscalate(ctx context.Context, user authenticationv1.UserInfo, roles map[string][]rbacv1.PolicyRule) ([]Denial, error) {
-	names := make([]string, 0, len(roles))
-	perms := make([]Permission, 0, len(roles))
-	for name := range roles {
-		names = append(names, name)
+// coverage is one question to rbacvalidation.Covers.
+type coverage struct {
+	rules, role string
+	clusterWide bool
+}
+
+type coverResult struct {
+	bind    bool
+	covered bool
+}
+
+// rulesIn reads the rules of user in namespaces; nil when the RuleSource
+// holds none (NoRules).
+func (a *Authorizer) rulesIn(ctx context.Context, user authenticationv1.UserInfo, namespaces []string) (*userRules, error) {
+	if len(namespaces) == 0 {
+		return nil, nil
 	}
-	slices.Sort(names)
-	for _, name := range names {
-		perms = append(perms, escalatePermission(name))
-	}
-	noEscalate, err := a.Denied(ctx, user, perms, len(perms))
-	if err != nil {
+	sets, err := a.rules.RulesIn(ctx, user, namespaces)
+	if err != nil || sets == nil {
 		return nil, err
 	}
-	var denials []Denial
-	for _, p := range noEscalate {
-		d, err := a.holds(ctx, user, "escalate", binding.Grant{Role: p.Name}, roles[p.Name])
-		if err != nil {
-			return nil, err
+	return &userRules{sets: sets, memo: map[coverage]coverResult{}, digests: map[string]digest{}, shared: &a.covers}, nil
+}
+
+// of returns what is known of role: its rules, absent when it does not
+// exist, and inlineOf when it is another template's inline role.
+func (r *roleRules) of(ctx context.Context, role string) (boundRole, error) {
+	if rules, ok := r.inline[role]; ok {
+		return boundRole{rules: rules}, nil
+	}
+	cr, found := r.read[role]
+	if !found {
+		cr = &rbacv1.ClusterRole{}
+		if err := r.a.reader.Get(ctx, client.ObjectKey{Name: role}, cr); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return boundRole{}, fmt.Errorf("reading ClusterRole %q: %w", role, err)
+			}
+			cr = nil
 		}
-		if d != nil {
-			if denials = append(denials, *d); len(denials) >= orDefault(a.MaxDenials, DefaultMaxDenials) {
-				break
+		r.read[role] = cr
+	}
+	if cr == nil {
+		return boundRole{absent: true}, nil
+	}
+	return boundRole{rules: cr.Rules, inlineOf: ownership.InlineRoleOf(cr)}, nil
+}
+
+// allows answers a grant from the user's rules where it binds, as
+// Kubernetes' own escalation check does (rbacvalidation.Covers): allowed
+// with "bind" on the role there, or when the rules cover every rule of the
+// role (which must exist and not be another template's inline role:
+// onlyBind). false means only that the rules do not settle it:
+// SubjectAccessReviews must.
+func (u *userRules) allows(g binding.Grant, role boundRole) bool {
+	c := u.cover(g, role.rules)
+	return c.bind || (!role.onlyBind() && c.covered)
+}
+
+// cover compares the user's rules where g binds with "bind" on g's role and
+// with the role's rules (less non-resource URLs in a namespace: a
+// RoleBinding grants none), once per distinct rule set and role.
+func (u *userRules) cover(g binding.Grant, rules []rbacv1.PolicyRule) coverResult {
+	set := u.sets[g.Namespace]
+	k := coverage{rules: set.Key, role: g.Role, clusterWide: g.ClusterWide()}
+	if c, ok := u.memo[k]; ok {
+		return c
+	}
+	var c coverResult
+	bind := rbacv1.PolicyRule{Verbs: []string{"bind"}, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{g.Role}}
+	if c.bind, _ = rbacvalidation.Covers(set.Rules, []rbacv1.PolicyRule{bind}); !c.bind {
+		granted := rules
+		if !g.ClusterWide() {
+			granted = nil
+			for _, r := range rules {
+				if len(r.NonResourceURLs) == 0 {
+					granted = append(granted, r)
+				}
 			}
 		}
+		d, ok := u.digests[set.Key]
+		if !ok {
+			d = digestOf(set.Rules)
+			u.digests[set.Key] = d
+		}
+		c.covered = u.shared.covers(d, set.Rules, granted)
 	}
-	return denials, nil
-}
-
-// holds returns nil when user holds every permission rules grant where g
-// binds, else the denial naming what is missing.
-func (a *Authorizer) holds(ctx context.Context, user authenticationv1.UserInfo, verb string, g binding.Grant, rules []rbacv1.PolicyRule) (*Denial, error) {
-	perms := Expand(rules, g.Namespace)
-	if len(perms) > orDefault(a.MaxPermissions, DefaultMaxPermissions) {
-		return &Denial{Verb: verb, Grant: g, TooLarge: true}, nil
-	}
-	limit := orDefault(a.MaxMissing, DefaultMaxMissing)
-	missing, err := a.Denied(ctx, user, perms, limit)
-	if err != nil || len(missing) == 0 {
-		return nil, err
-	}
-	return &Denial{Verb: verb, Grant: g, Missing: missing, More: len(missing) >= limit}, nil
+	u.memo[k] = c
+	return c
 }

@@ -2,13 +2,18 @@ package authz
 
 import (
 	"context"
+	"fmt"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 
-	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/rbacrules"
+	"github.com/operator-framework/oria/internal/subjects"
 )
+
+// Where a user's rules in memory come from: RuleSource, with NoRules and
+// CachedRules (package rbacrules). How they answer a grant (rulesIn, allows,
+// cover) is in authorizer.go, in CheckBind's order.
 
 // RuleSource reads the rules a user holds in each of namespaces (""
 // cluster-wide): what lets the guard answer a grant over 100 namespaces
@@ -42,80 +47,53 @@ type RuleSet struct {
 	Rules []rbacv1.PolicyRule
 }
 
-// userRules are the rules of one user in each namespace of a check.
-type userRules struct {
-	sets map[string]RuleSet
-	// memo holds what was worked out per distinct rule set and role.
-	memo map[coverage]coverResult
-	// digests are the digests of the rule sets, by key, for the answers
-	// shared across requests (the Authorizer's).
-	digests map[string]digest
-	shared  *coversMemo
+// CachedRules reads a user's rules from the cluster's RBAC objects held in
+// memory (package rbacrules), as the API server's RBAC authorizer does from
+// its informers: checking an instance over 100 namespaces is one pass over
+// the user's bindings, in process. (Before, one SelfSubjectRulesReview per
+// namespace, made impersonating the user: several times slower in the guard
+// benchmark (docs/benchmarks.md, History, aa8b025), and oria had to hold
+// impersonate on users and groups.)
+//
+// Its rules are RBAC's only, and a moment behind the API server, as the
+// API server's own authorizer is: what they cover is allowed, the rest is
+// confirmed with SubjectAccessReviews (RuleSource). The manager wiring of
+// its cache (every replica, readiness once synced) is
+// rbacrules.AddToManager.
+type CachedRules struct {
+	cache *rbacrules.Cache
 }
 
-// coverage is one question to rbacvalidation.Covers.
-type coverage struct {
-	rules, role string
-	clusterWide bool
+// NewCachedRules returns the rules read from c.
+func NewCachedRules(c *rbacrules.Cache) *CachedRules {
+	return &CachedRules{cache: c}
 }
 
-type coverResult struct {
-	bind    bool
-	covered bool
-}
-
-// rulesIn reads the rules of user in namespaces; nil when the RuleSource
-// holds none (NoRules).
-func (a *Authorizer) rulesIn(ctx context.Context, user authenticationv1.UserInfo, namespaces []string) (*userRules, error) {
-	if len(namespaces) == 0 {
-		return nil, nil
+// RulesIn implements RuleSource. Until the cache has synced (the first
+// seconds after oria starts) it waits, within ctx: a partial picture could
+// only send more questions to SubjectAccessReviews, slowly.
+func (c *CachedRules) RulesIn(ctx context.Context, user authenticationv1.UserInfo, namespaces []string) (map[string]RuleSet, error) {
+	if err := c.cache.WaitForSync(ctx); err != nil {
+		return nil, fmt.Errorf("waiting for the cache of RBAC objects: %w", err)
 	}
-	sets, err := a.rules.RulesIn(ctx, user, namespaces)
-	if err != nil || sets == nil {
-		return nil, err
+	held, err := rbacrules.Holdings(c.cache, subjects.Identity{User: user.Username, Groups: user.Groups}, namespaces)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cached rules of user %q: %w", user.Username, err)
 	}
-	return &userRules{sets: sets, memo: map[coverage]coverResult{}, digests: map[string]digest{}, shared: &a.covers}, nil
-}
-
-// allows answers a grant from the user's rules where it binds, as
-// Kubernetes' own escalation check does (rbacvalidation.Covers): allowed
-// with "bind" on the role there, or when the rules cover every rule of the
-// role (which must exist and not be another template's inline role:
-// onlyBind). false means only that the rules do not settle it:
-// SubjectAccessReviews must.
-func (u *userRules) allows(g binding.Grant, rules []rbacv1.PolicyRule, onlyBind bool) bool {
-	c := u.cover(g, rules)
-	return c.bind || (!onlyBind && c.covered)
-}
-
-// cover compares the user's rules where g binds with "bind" on g's role and
-// with the role's rules (less non-resource URLs in a namespace: a
-// RoleBinding grants none), once per distinct rule set and role.
-func (u *userRules) cover(g binding.Grant, rules []rbacv1.PolicyRule) coverResult {
-	set := u.sets[g.Namespace]
-	k := coverage{rules: set.Key, role: g.Role, clusterWide: g.ClusterWide()}
-	if c, ok := u.memo[k]; ok {
-		return c
-	}
-	var c coverResult
-	bind := rbacv1.PolicyRule{Verbs: []string{"bind"}, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{g.Role}}
-	if c.bind, _ = rbacvalidation.Covers(set.Rules, []rbacv1.PolicyRule{bind}); !c.bind {
-		granted := rules
-		if !g.ClusterWide() {
-			granted = nil
-			for _, r := range rules {
-				if len(r.NonResourceURLs) == 0 {
-					granted = append(granted, r)
-				}
-			}
-		}
-		d, ok := u.digests[set.Key]
+	out := make(map[string]RuleSet, len(held))
+	byKey := map[string]RuleSet{}
+	for ns, h := range held {
+		key := h.Key()
+		set, ok := byKey[key]
 		if !ok {
-			d = digestOf(set.Rules)
-			u.digests[set.Key] = d
+			rules, err := h.Rules(c.cache)
+			if err != nil {
+				return nil, fmt.Errorf("reading the cached rules of user %q: %w", user.Username, err)
+			}
+			set = RuleSet{Key: key, Rules: rules}
+			byKey[key] = set
 		}
-		c.covered = u.shared.covers(d, set.Rules, granted)
+		out[ns] = set
 	}
-	u.memo[k] = c
-	return c
+	return out, nil
 }

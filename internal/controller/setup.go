@@ -36,7 +36,7 @@ import (
 // (docs/benchmarks.md, the restart rows). It writes nothing early: oria
 // writes only from a reconcile (through the engine), and workers start only
 // on the leader; the handlers and the runnables that run on every replica
-// (the OLM gate, the escalation guard's caches) only read, except the
+// (the API wait, the escalation guard's caches) only read, except the
 // ScopeInstance standby, which only takes away: on a replica that does not
 // lead it ends the access of a grant whose window has closed, when the
 // leader has not (scopeinstance/standby.go). Without leader election it

@@ -15,13 +15,13 @@ import (
 // needed.
 func ObjectName(request string) string { return names.Join("accessrequest", request) }
 
-// Activation compiles the grant of active request r (verdict v) of policy
+// Activation compiles the grant of active request r (assessment v) of policy
 // p, over the CRDs crds, with the policy compiler itself (policy.Compile):
 // the policy's access, APIs and ServiceAccount ceiling, for the requesting
 // user alone (a User subject, never the group they were eligible through),
 // in v's namespaces, from v.Start to v.End. The objects are named after the
 // request and controlled by it (UID).
-func Activation(r *oriav1alpha1.AccessRequest, p *oriav1alpha1.RBACPolicy, v Verdict, crds []string) policy.Compiled {
+func Activation(r *oriav1alpha1.AccessRequest, p *oriav1alpha1.RBACPolicy, v Assessment, crds []string) policy.Compiled {
 	syn := p.DeepCopy()
 	syn.Name, syn.UID = r.Name, r.UID
 	syn.Spec.Subjects = []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: r.Spec.Requester}}

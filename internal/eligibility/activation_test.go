@@ -15,7 +15,7 @@ func TestActivation(t *testing.T) {
 	r.UID = "uid-1"
 	p := eligiblePolicy()
 	p.Spec.Namespaces = []string{"team-a", "team-b"}
-	v := Judge(r, p, t0.Add(2*time.Minute))
+	v := Assess(r, p, t0.Add(2*time.Minute))
 	c := Activation(r, p, v, []string{"applications.argoproj.io"})
 	if c.Template == nil || c.Instance == nil {
 		t.Fatal("nothing compiled")

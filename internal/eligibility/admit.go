@@ -74,7 +74,7 @@ func AdmitUpdate(p *oriav1alpha1.RBACPolicy, old, r *oriav1alpha1.AccessRequest,
 	if !equality.Semantic.DeepEqual(old.Spec, r.Spec) {
 		out = append(out, "an AccessRequest is one immutable record: its spec is never changed (a new activation is a new request)")
 	}
-	state := Judge(old, p, now).State
+	state := Assess(old, p, now).State
 	for _, k := range Decisions {
 		before, after := k.Of(old.Annotations), k.Of(r.Annotations)
 		if before == after {

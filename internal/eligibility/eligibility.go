@@ -1,7 +1,7 @@
 // Package eligibility is the pure model of eligible access (issue 43): who
 // may request the activation of an eligible RBACPolicy, who may approve,
 // deny or end a request (Admit, the guard's rules), and what a request is
-// now (Judge, the AccessRequest controller's decision). Identities are the
+// now (Assess, the AccessRequest controller's decision). Identities are the
 // ones the API server authenticated: the requester is the creator of the
 // request, a decision's author the writer of its record (annotations under
 // record's rule: a "-by" must be the writer, an "-at" now). Nothing here

@@ -159,7 +159,7 @@ func TestAdmitUpdate(t *testing.T) {
 	}
 }
 
-func TestJudge(t *testing.T) {
+func TestAssess(t *testing.T) {
 	approvedAt := t0.Add(time.Minute)
 	approved := decided(request(), Approval, "bob", approvedAt, "ok")
 	noEligibility := eligiblePolicy()
@@ -197,7 +197,7 @@ func TestJudge(t *testing.T) {
 		}(), p: eligiblePolicy(), at: approvedAt, state: oriav1alpha1.StateExpired, by: ByOria},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := Judge(tc.r, tc.p, tc.at)
+			v := Assess(tc.r, tc.p, tc.at)
 			if v.State != tc.state || v.EndedBy != tc.by || strings.Join(v.Namespaces, ",") != strings.Join(tc.ns, ",") {
 				t.Fatalf("got state %s, ended by %q, namespaces %v (%s); want %s, %q, %v", v.State, v.EndedBy, v.Namespaces, v.Message, tc.state, tc.by, tc.ns)
 			}

@@ -222,7 +222,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			if certs, err = servingcert.New(co); err != nil {
 				return nil, fmt.Errorf("internal certificate management: %w", err)
 			}
-			webhookServer = certs.HoldUntilReady(webhookServer)
+			webhookServer = certs.ServeWhenReady(webhookServer)
 		}
 	}
 	cacheOpts, err := CacheOptions(cfg)

@@ -41,9 +41,9 @@ func TestServesKind(t *testing.T) {
 	}
 }
 
-// gateRig is a gate with a scripted probe, a recording log and observer,
+// waitRig is an API wait with a scripted probe, a recording log and observer,
 // and the runnables it adds.
-type gateRig struct {
+type waitRig struct {
 	served  atomic.Bool
 	failing atomic.Bool // the probe fails
 	probes  atomic.Int32
@@ -54,7 +54,7 @@ type gateRig struct {
 	runnables []ctrlmanager.Runnable
 }
 
-func (r *gateRig) gate(t *testing.T) *APIWait {
+func (r *waitRig) wait(t *testing.T) *APIWait {
 	t.Helper()
 	log := funcr.New(func(prefix, args string) {
 		r.mu.Lock()
@@ -90,7 +90,7 @@ func (r *gateRig) gate(t *testing.T) *APIWait {
 }
 
 // count returns how many log lines contain msg.
-func (r *gateRig) count(msg string) int {
+func (r *waitRig) count(msg string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
@@ -102,7 +102,7 @@ func (r *gateRig) count(msg string) int {
 	return n
 }
 
-func (r *gateRig) state() ([]bool, int) {
+func (r *waitRig) state() ([]bool, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]bool(nil), r.observed...), len(r.runnables)
@@ -111,9 +111,9 @@ func (r *gateRig) state() ([]bool, int) {
 // With OLM v1 installed the wait is over from the start: setups run at
 // once, nothing waits, nothing is logged.
 func TestAPIWaitOpenAtStart(t *testing.T) {
-	r := &gateRig{}
+	r := &waitRig{}
 	r.served.Store(true)
-	g := r.gate(t)
+	g := r.wait(t)
 	ran := 0
 	if err := g.Then(func() error { ran++; return nil }); err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestAPIWaitOpenAtStart(t *testing.T) {
 		t.Errorf("observed (-want +got) %s; setup ran %d times (want 1); %d runnables added (want 0); available %v", d, ran, runnables, g.Available())
 	}
 	if n := r.count(MissingMessage) + r.count(ServedMessage); n != 0 {
-		t.Errorf("%d gate messages logged, want none: %q", n, r.logs)
+		t.Errorf("%d API wait messages logged, want none: %q", n, r.logs)
 	}
 }
 
@@ -131,8 +131,8 @@ func TestAPIWaitOpenAtStart(t *testing.T) {
 // appears: setups run in order, the watches start on their queues, one
 // message, the observer told false then true.
 func TestAPIWaitWaitsThenOpens(t *testing.T) {
-	r := &gateRig{}
-	g := r.gate(t)
+	r := &waitRig{}
+	g := r.wait(t)
 	r.failing.Store(true)
 	var order []string
 	for _, name := range []string{"extension", "second"} {
@@ -173,7 +173,7 @@ func TestAPIWaitWaitsThenOpens(t *testing.T) {
 			t.Fatalf("Start: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the gate did not open")
+		t.Fatal("the API wait did not open")
 	}
 	waitFor(t, func() bool { return started.Load() == 1 })
 	observed, _ = r.state()
@@ -198,9 +198,9 @@ func TestAPIWaitWaitsThenOpens(t *testing.T) {
 // Discovery failing at start is said as such, once; the wait then waits as
 // without OLM v1.
 func TestAPIWaitDiscoveryFailsAtStart(t *testing.T) {
-	r := &gateRig{}
+	r := &waitRig{}
 	r.failing.Store(true)
-	g := r.gate(t)
+	g := r.wait(t)
 	if u, m := r.count(UnknownMessage), r.count(MissingMessage); u != 1 || m != 0 || g.Available() {
 		t.Fatalf("logged the unknown message %d times (want 1) and the missing one %d times (want 0); available %v: %q", u, m, g.Available(), r.logs)
 	}
@@ -216,8 +216,8 @@ func TestAPIWaitDiscoveryFailsAtStart(t *testing.T) {
 // A setup that fails when the wait ends stops the manager (Start returns
 // its error); a manager stopped first returns without opening.
 func TestAPIWaitStartErrors(t *testing.T) {
-	r := &gateRig{}
-	g := r.gate(t)
+	r := &waitRig{}
+	g := r.wait(t)
 	if err := g.Then(func() error { return errors.New("duplicate controller name") }); err != nil {
 		t.Fatal(err)
 	}

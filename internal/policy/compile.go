@@ -148,9 +148,11 @@ func coveredAPIs(refs []oriav1alpha1.APIRef, crdNames []string) (covered, missin
 	return slices.Compact(covered), slices.Compact(missing)
 }
 
-// Withhold removes from c the roles named in withheld (role name → why: a
-// bundle-provided role that reaches beyond its extension, see package
-// bundlerole), so that the compiled template never binds them. When no role
+// Withhold removes from c the roles named in withheld (role name → why),
+// the roles the policy refuses to bind: missing, changed since oria
+// generated them, someone else's, or bundle-provided beyond their extension
+// (package rolejudge; the plugin's preview, bundlerole.TooBroad alone), so
+// that the compiled template never binds them. When no role
 // is left, nothing is compiled (Template and Instance are nil). It returns
 // the reasons of the roles it removed, sorted by role name.
 func (c *Compiled) Withhold(withheld map[string]string) []string {

@@ -1,5 +1,5 @@
 // Package rolejudge decides which of the ClusterRoles a compiled grant
-// names oria may bind for an extension (genroles.Judge on each): oria's
+// names oria may bind for an extension (genroles.Classify on each): oria's
 // role exactly as generated, or a bundle-provided role within the
 // extension. It reads the roles; the RBACPolicy controller (a policy's
 // grant) and the AccessRequest controller (an activation of an eligible
@@ -99,18 +99,18 @@ func (j Judge) Roles(ctx context.Context, ext *ocv1.ClusterExtension, crds, role
 			res.Pending = append(res.Pending, res.Withheld[name])
 			continue
 		}
-		jd := genroles.Judge(found[name], gen[name], e)
-		if jd.Bindable() {
+		c := genroles.Classify(found[name], gen[name], e)
+		if c.Bindable() {
 			continue
 		}
-		res.Withheld[name] = jd.Why
-		switch jd.Verdict {
+		res.Withheld[name] = c.Why
+		switch c.Class {
 		case genroles.Foreign:
-			res.Foreign = append(res.Foreign, jd.Why)
+			res.Foreign = append(res.Foreign, c.Why)
 		case genroles.TooBroad:
-			res.TooBroad = append(res.TooBroad, jd.Why)
+			res.TooBroad = append(res.TooBroad, c.Why)
 		default:
-			res.Pending = append(res.Pending, jd.Why)
+			res.Pending = append(res.Pending, c.Why)
 		}
 	}
 	slices.Sort(res.Foreign)

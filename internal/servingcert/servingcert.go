@@ -16,7 +16,7 @@
 //     the Secret when it is deleted: every replica serves the Secret's
 //     certificate, within moments of a change, without waiting for the
 //     kubelet to refresh a Secret volume;
-//   - HoldUntilReady (hold.go) starts the webhook server only once the certificate
+//   - ServeWhenReady (whenready.go) starts the webhook server only once the certificate
 //     is in place and the caBundle injected, and a readiness check
 //     (served.go) passes only while the certificate the server presents
 //     verifies against the webhook configuration's caBundle for the

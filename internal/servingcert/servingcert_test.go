@@ -131,14 +131,14 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-func TestGatedServer(t *testing.T) {
+func TestServeWhenReady(t *testing.T) {
 	ready := make(chan struct{})
 	inner := &fakeServer{started: make(chan struct{})}
-	g := (&Manager{ready: ready}).HoldUntilReady(inner)
+	srv := (&Manager{ready: ready}).ServeWhenReady(inner)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errs := make(chan error, 1)
-	go func() { errs <- g.Start(ctx) }()
+	go func() { errs <- srv.Start(ctx) }()
 	select {
 	case <-inner.started:
 		t.Fatal("the server started before the certificate was in place")
@@ -156,10 +156,10 @@ func TestGatedServer(t *testing.T) {
 	}
 
 	// Stopped before the certificate was in place: Start returns.
-	g = (&Manager{ready: make(chan struct{})}).HoldUntilReady(&fakeServer{started: make(chan struct{})})
+	srv = (&Manager{ready: make(chan struct{})}).ServeWhenReady(&fakeServer{started: make(chan struct{})})
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	cancel2()
-	if err := g.Start(ctx2); err != nil {
+	if err := srv.Start(ctx2); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -34,7 +34,7 @@ const FieldOwner = "oria-cert-rotator"
 var serverUsages = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 
 // Manager is internal certificate management for one oria manager: make it
-// with New, hold the webhook server with it (HoldUntilReady) before making the manager,
+// with New, wrap the webhook server with it (ServeWhenReady) before making the manager,
 // then Setup.
 type Manager struct {
 	opts Options
@@ -53,10 +53,10 @@ func New(opts Options) (*Manager, error) {
 	return &Manager{opts: opts, ready: make(chan struct{})}, nil
 }
 
-// HoldUntilReady returns srv, whose Start waits until the certificate is in place:
+// ServeWhenReady returns srv, whose Start waits until the certificate is in place:
 // it never serves one from an earlier Secret, nor fails for want of one.
-func (m *Manager) HoldUntilReady(srv webhook.Server) webhook.Server {
-	return &heldServer{Server: srv, ready: m.ready}
+func (m *Manager) ServeWhenReady(srv webhook.Server) webhook.Server {
+	return &readyServer{Server: srv, ready: m.ready}
 }
 
 // Ready is closed once the certificate is in place and the caBundle

@@ -17,7 +17,7 @@ import (
 // is enqueued by its own add, and a controller's workers start only once
 // all of its watches' caches have synced, so its reconcile reads what the
 // skipped event showed. Not on a watch started after the controller (one an
-// OLM gate defers), nor on one that maps to objects that may be gone (an
+// the API wait defers), nor on one that maps to objects that may be gone (an
 // owner reference, an annotation's record): there the event is the only
 // news.
 func SkipInitialList[T any]() predicate.TypedPredicate[T] {

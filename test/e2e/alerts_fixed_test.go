@@ -80,12 +80,12 @@ func fixedScenario() ([]string, []alerts) {
 		fixedScrape(20, 50, append(healthy, `oria_write_errors_total{kind="RoleBinding",reason="Forbidden"} 4`)...),
 	}
 	standing := alerts{
-		"OriaConflict":                 {{"kind": "ClusterExtension"}, {"kind": "ScopeTemplate"}},
-		"OriaGrantIncomplete":          {{"kind": "ScopeInstance", "reason": "NamespaceNotFound"}, {"kind": "RBACPolicy", "reason": "TemplateNotFound"}},
-		"OriaCeilingWithholdsBindings": {{"kind": "ScopeInstance"}},
-		"OriaNotReady":                 {{"kind": "RBACPolicy", "reason": "InvalidSpec"}},
-		"OriaExtensionNotManaged":      {{"reason": "BundleRoleTooBroad"}},
-		"OriaAccessRequestPending":     {{}},
+		"OriaConflict":              {{"kind": "ClusterExtension"}, {"kind": "ScopeTemplate"}},
+		"OriaGrantIncomplete":       {{"kind": "ScopeInstance", "reason": "NamespaceNotFound"}, {"kind": "RBACPolicy", "reason": "TemplateNotFound"}},
+		"OriaBindingsBeyondCeiling": {{"kind": "ScopeInstance"}},
+		"OriaNotReady":              {{"kind": "RBACPolicy", "reason": "InvalidSpec"}},
+		"OriaExtensionNotManaged":   {{"reason": "BundleRoleTooBroad"}},
+		"OriaAccessRequestPending":  {{}},
 	}
 	reached := alerts{
 		"OriaWriteErrors":          {{"kind": "RoleBinding", "reason": "Forbidden"}},
@@ -125,7 +125,7 @@ func TestExampleAlertsFixed(t *testing.T) {
 	require.NoError(t, err)
 	for _, c := range []struct{ name, old, new, fails string }{
 		{"a wrong expression fails", "max by (kind) (oria_conflicts) > 0", "max by (kind) (oria_conflicts) > 1", "alertname: OriaConflict, time: 1h35m"},
-		{"a wrong label fails", `sum by (kind) (oria_objects_by_ready_reason{status="False", reason="Forbidden"})`, `sum by (kind, reason) (oria_objects_by_ready_reason{status="False", reason="Forbidden"})`, "alertname: OriaCeilingWithholdsBindings, time: 1h35m"},
+		{"a wrong label fails", `sum by (kind) (oria_objects_by_ready_reason{status="False", reason="Forbidden"})`, `sum by (kind, reason) (oria_objects_by_ready_reason{status="False", reason="Forbidden"})`, "alertname: OriaBindingsBeyondCeiling, time: 1h35m"},
 		{"an invalid expression fails", "max by (kind) (oria_conflicts) > 0", "max by (kind) (oria_conflicts > 0", "parse error"},
 		{"an invalid template fails", "summary: A name oria needs", "summary: '{{ .Labels.kind A name oria needs'", "template"},
 		{"a duplicate rule fails", "alert: OriaNotReady", "alert: OriaConflict", "duplicate rule: OriaConflict"},

@@ -142,11 +142,11 @@ func TestExampleAlerts(t *testing.T) {
 		"the namespace created for B was timed (the p99 alert has something to say)")
 	refused := alerts{"OriaWriteErrors": {{"kind": "RoleBinding", "reason": "Invalid"}}}
 	bad := alerts{
-		"OriaConflict":                 {{"kind": "ClusterExtension"}},
-		"OriaGrantIncomplete":          {{"kind": "ScopeInstance", "reason": "NamespaceNotFound"}, {"kind": "ScopeInstance", "reason": "ServiceAccountNotFound"}},
-		"OriaCeilingWithholdsBindings": {{"kind": "ScopeInstance"}},
-		"OriaNotReady":                 {{"kind": "RBACPolicy", "reason": "InvalidMode"}},
-		"OriaExtensionNotManaged":      {{"reason": "InvalidMode"}},
+		"OriaConflict":              {{"kind": "ClusterExtension"}},
+		"OriaGrantIncomplete":       {{"kind": "ScopeInstance", "reason": "NamespaceNotFound"}, {"kind": "ScopeInstance", "reason": "ServiceAccountNotFound"}},
+		"OriaBindingsBeyondCeiling": {{"kind": "ScopeInstance"}},
+		"OriaNotReady":              {{"kind": "RBACPolicy", "reason": "InvalidMode"}},
+		"OriaExtensionNotManaged":   {{"reason": "InvalidMode"}},
 	}
 	// At each scrape from the second on: the healthy cluster; the standing
 	// bad states just reached (pending) and writes refused since the scrape

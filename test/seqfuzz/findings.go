@@ -76,7 +76,7 @@ var regressionSeeds = []uint64{
 	400, // V the extension's edit through an RBACPolicy over a selector (a gate), ending soon; the leader change two steps later
 	// Eligible access (eligible.go, added after the others, from a stream
 	// of their own): an approved request's grant must end at its end, and
-	// when its policy is deleted. 169 fails with the end ignored (Judge
+	// when its policy is deleted. 169 fails with the end ignored (Assess
 	// without its time-is-up case, Activation without expiresAt): "at the
 	// end: ESCALATION: V may create gadgets in v2" (v1 was re-created).
 	169,  // V (eligible through her group) requests 8 s of the extension's edit in [v1 v2], A approves, the admin re-creates v1, time passes the end

@@ -2,7 +2,7 @@
 // access (issue 43). An AccessRequest asks for one time-bound activation of
 // an eligible RBACPolicy; the escalation guard admits it, and its
 // decisions (approval, denial, end), by the rules of package eligibility.
-// The controller judges each request (eligibility.Judge) and, while it is
+// The controller assesses each request (eligibility.Assess) and, while it is
 // Active, keeps its grant in place: a ScopeTemplate and a ScopeInstance
 // compiled with the policy compiler (eligibility.Activation) for the
 // requesting user, in the requested namespaces, with the window from
@@ -58,7 +58,7 @@ type Options struct {
 	// ConflictRecheckInterval: see DefaultRecheckInterval; zero means the
 	// default.
 	ConflictRecheckInterval time.Duration
-	// Now is the clock requests are judged by (time.Now unless a test
+	// Now is the clock requests are assessed by (time.Now unless a test
 	// sets it).
 	Now func() time.Time
 }
@@ -158,7 +158,7 @@ func (r *Reconciler) requests(ctx context.Context, keep func(*oriav1alpha1.Acces
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopetemplates;scopeinstances,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile judges one request and keeps its grant (the steps below, run
+// Reconcile assesses one request and keeps its grant (the steps below, run
 // by reconciler.Reconcile).
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	return reconciler.Reconcile[*oriav1alpha1.AccessRequest, *plan, result](ctx, req, r.Client, r)

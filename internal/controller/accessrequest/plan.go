@@ -21,8 +21,8 @@ import (
 
 // plan is what one reconcile of a request read and decided.
 type plan struct {
-	// verdict is what the request is now (eligibility.Judge).
-	verdict eligibility.Verdict
+	// assessment is what the request is now (eligibility.Assess).
+	assessment eligibility.Assessment
 	// compiled is the grant of an Active request (eligibility.Activation);
 	// its Template is nil when there is nothing to bind (not Active, or
 	// the extension provides none of the policy's APIs).
@@ -30,12 +30,12 @@ type plan struct {
 	// withheld says why roles of the policy are not bound by the
 	// activation (rolejudge), sorted by kind.
 	withheld []string
-	// now is when the request was judged.
+	// now is when the request was assessed.
 	now time.Time
 }
 
 // Gather reads the request's policy and, for an Active request, its
-// extension's APIs, judges the request and compiles its grant.
+// extension's APIs, assesses the request and compiles its grant.
 func (r *Reconciler) Gather(ctx context.Context, ar *oriav1alpha1.AccessRequest) (*plan, error) {
 	now := r.opts.Now()
 	var p *oriav1alpha1.RBACPolicy
@@ -48,15 +48,15 @@ func (r *Reconciler) Gather(ctx context.Context, ar *oriav1alpha1.AccessRequest)
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("getting RBACPolicy %q: %w", ar.Spec.PolicyName, err)
 	}
-	pl := &plan{verdict: eligibility.Judge(ar, p, now), now: now}
-	if pl.verdict.State != oriav1alpha1.StateActive {
+	pl := &plan{assessment: eligibility.Assess(ar, p, now), now: now}
+	if pl.assessment.State != oriav1alpha1.StateActive {
 		return pl, nil
 	}
 	crds, err := lookup.ExtensionCRDs(ctx, r.Client, p.Spec.ExtensionName)
 	if err != nil {
 		return nil, err
 	}
-	pl.compiled = eligibility.Activation(ar, p, pl.verdict, crds)
+	pl.compiled = eligibility.Activation(ar, p, pl.assessment, crds)
 	if pl.compiled.Template == nil {
 		return pl, nil
 	}
@@ -97,11 +97,11 @@ func (r *Reconciler) roleJudge() rolejudge.Judge {
 	return rolejudge.Judge{Cache: r.Client, APIReader: r.APIReader, BundleRoles: r.BundleRoles}
 }
 
-// Requeue looks again when the verdict changes by time alone (the end of
+// Requeue looks again when the assessment changes by time alone (the end of
 // the grant, the request's timeout), and after the recheck interval at a
 // conflict.
 func (r *Reconciler) Requeue(p *plan, out result) reconciler.Requeue {
-	q := reconciler.Requeue{At: p.verdict.Next}
+	q := reconciler.Requeue{At: p.assessment.Next}
 	if out.conflict != "" || len(p.withheld) > 0 {
 		q.After = r.opts.ConflictRecheckInterval
 	}

@@ -22,7 +22,7 @@ func (r *Reconciler) Status(ar *oriav1alpha1.AccessRequest, p *plan, out result,
 }
 
 // computeStatus is the request's status after a reconcile with plan p (nil
-// when gathering failed), result out and error err: the verdict's state,
+// when gathering failed), result out and error err: the assessment's state,
 // who decided, the grant's bounds, and the Active condition (True while
 // the grant is in force: Bound once every binding exists).
 func computeStatus(ar *oriav1alpha1.AccessRequest, p *plan, out result, err error) oriav1alpha1.AccessRequestStatus {
@@ -36,7 +36,7 @@ func computeStatus(ar *oriav1alpha1.AccessRequest, p *plan, out result, err erro
 		return st
 	}
 	st.ObservedGeneration = ar.Generation
-	v := p.verdict
+	v := p.assessment
 	st.State, st.ApprovedBy, st.DeniedBy, st.EndedBy = v.State, v.ApprovedBy, v.DeniedBy, v.EndedBy
 	st.StartsAt, st.EndsAt, st.EndedAt = v.Start, v.End, v.EndedAt
 	st.Namespaces, st.ScopeInstanceName = nil, ""
@@ -87,7 +87,7 @@ func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.Acce
 	hold, err := reconciler.StatusPatch(r.Client, func(o *oriav1alpha1.AccessRequest) any { return o.Status })(ctx, before, after)
 	if err == nil && before.Status.State != after.Status.State && after.Status.State != "" {
 		reason, note := transition(after)
-		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, reason, "Judge", "%s", note)
+		r.Recorder.Eventf(after, nil, corev1.EventTypeNormal, reason, "Assess", "%s", note)
 	}
 	return hold, err
 }

@@ -17,7 +17,7 @@ import (
 func TestComputeStatus(t *testing.T) {
 	start := metav1.NewTime(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
 	end := metav1.NewTime(start.Add(10 * time.Minute))
-	active := eligibility.Verdict{State: oriav1alpha1.StateActive, Reason: oriav1alpha1.ReasonApproved, Message: "approved by \"bob\"",
+	active := eligibility.Assessment{State: oriav1alpha1.StateActive, Reason: oriav1alpha1.ReasonApproved, Message: "approved by \"bob\"",
 		ApprovedBy: "bob", Start: &start, End: &end, Namespaces: []string{"team-a"}}
 	compiled := policymodel.Compiled{Template: &oriav1alpha1.ScopeTemplate{}, Instance: &oriav1alpha1.ScopeInstance{}}
 	bound := &oriav1alpha1.ScopeInstance{Status: oriav1alpha1.ScopeInstanceStatus{Conditions: []metav1.Condition{
@@ -32,16 +32,16 @@ func TestComputeStatus(t *testing.T) {
 		state  oriav1alpha1.RequestState
 	}{
 		{name: "gather failed", err: errors.New("boom"), status: metav1.ConditionUnknown, reason: oriav1alpha1.ReasonReconcileError},
-		{name: "pending", p: &plan{verdict: eligibility.Verdict{State: oriav1alpha1.StateRequested, Reason: oriav1alpha1.ReasonRequested}},
+		{name: "pending", p: &plan{assessment: eligibility.Assessment{State: oriav1alpha1.StateRequested, Reason: oriav1alpha1.ReasonRequested}},
 			status: metav1.ConditionFalse, reason: oriav1alpha1.ReasonRequested, state: oriav1alpha1.StateRequested},
-		{name: "active, being bound", p: &plan{verdict: active, compiled: compiled}, status: metav1.ConditionFalse, reason: oriav1alpha1.ReasonApproved,
+		{name: "active, being bound", p: &plan{assessment: active, compiled: compiled}, status: metav1.ConditionFalse, reason: oriav1alpha1.ReasonApproved,
 			state: oriav1alpha1.StateActive},
-		{name: "active, bound", p: &plan{verdict: active, compiled: compiled}, out: result{instance: bound}, status: metav1.ConditionTrue,
+		{name: "active, bound", p: &plan{assessment: active, compiled: compiled}, out: result{instance: bound}, status: metav1.ConditionTrue,
 			reason: oriav1alpha1.ReasonBound, state: oriav1alpha1.StateActive},
-		{name: "active, no API", p: &plan{verdict: active}, status: metav1.ConditionFalse, reason: oriav1alpha1.ReasonAPINotFound, state: oriav1alpha1.StateActive},
-		{name: "active, conflict", p: &plan{verdict: active, compiled: compiled}, out: result{conflict: "taken"}, status: metav1.ConditionFalse,
+		{name: "active, no API", p: &plan{assessment: active}, status: metav1.ConditionFalse, reason: oriav1alpha1.ReasonAPINotFound, state: oriav1alpha1.StateActive},
+		{name: "active, conflict", p: &plan{assessment: active, compiled: compiled}, out: result{conflict: "taken"}, status: metav1.ConditionFalse,
 			reason: oriav1alpha1.ReasonConflict, state: oriav1alpha1.StateActive},
-		{name: "ended", p: &plan{verdict: eligibility.Verdict{State: oriav1alpha1.StateEnded, Reason: oriav1alpha1.ReasonEnded, EndedBy: "oria", Start: &start, End: &end}},
+		{name: "ended", p: &plan{assessment: eligibility.Assessment{State: oriav1alpha1.StateEnded, Reason: oriav1alpha1.ReasonEnded, EndedBy: "oria", Start: &start, End: &end}},
 			status: metav1.ConditionFalse, reason: oriav1alpha1.ReasonEnded, state: oriav1alpha1.StateEnded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

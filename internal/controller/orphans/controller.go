@@ -167,7 +167,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (ctrl.Result, e
 	if err := r.Client.Get(ctx, req.NamespacedName, cached); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if v := Judge(req.Kind, cached, r.Owners); !v.Orphaned && !v.Unknown {
+	if f := FateOf(req.Kind, cached, r.Owners); !f.Orphaned && !f.Unknown {
 		return ctrl.Result{}, nil
 	}
 	if role, ok := cached.(*rbacv1.ClusterRole); ok && r.waitForBindings(role) {
@@ -188,8 +188,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (ctrl.Result, e
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	v := Judge(req.Kind, live, owners)
-	if !v.Orphaned {
+	fate := FateOf(req.Kind, live, owners)
+	if !fate.Orphaned {
 		return ctrl.Result{}, nil
 	}
 	if isGateClaim(req.Kind, claim) {
@@ -204,8 +204,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (ctrl.Result, e
 	}
 	// No Event: an Event belongs to an object, and the owner is gone.
 	ctrl.LoggerFrom(ctx).Info("deleted an object oria created whose owner is gone",
-		"kind", req.Kind, "namespace", req.Namespace, "name", req.Name, "uid", live.GetUID(), "owner", claim.String(), "reason", v.Reason)
-	metrics.OrphanDeleted(req.Kind, v.Reason)
+		"kind", req.Kind, "namespace", req.Namespace, "name", req.Name, "uid", live.GetUID(), "owner", claim.String(), "reason", fate.Reason)
+	metrics.OrphanDeleted(req.Kind, fate.Reason)
 	return ctrl.Result{}, nil
 }
 
@@ -218,6 +218,6 @@ func (r *Reconciler) writer() *engine.Writer {
 // suspect reports whether obj (of the judged kind) may be an orphan, on
 // the cache's view of its owner.
 func (r *Reconciler) suspect(kind string, obj metav1.Object) bool {
-	v := Judge(kind, obj, r.Owners)
-	return v.Orphaned || v.Unknown
+	f := FateOf(kind, obj, r.Owners)
+	return f.Orphaned || f.Unknown
 }

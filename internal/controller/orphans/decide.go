@@ -182,8 +182,8 @@ func (s OwnerSet) Labelled(kind, value string) bool {
 	return false
 }
 
-// Verdict is what the sweep decided about one object.
-type Verdict struct {
+// Fate is what the sweep decided about one object: whether it is swept.
+type Fate struct {
 	// Orphaned: the object's owner is gone (or another object holds its
 	// name); the object is to be deleted.
 	Orphaned bool
@@ -193,40 +193,40 @@ type Verdict struct {
 	Reason string
 }
 
-// Decide judges a claim against the owners that exist.
-func Decide(c Claim, owners Owners) Verdict {
+// Decide tells the fate of a claim against the owners that exist.
+func Decide(c Claim, owners Owners) Fate {
 	if !owners.Knows(c.Kind) {
-		return Verdict{Unknown: true}
+		return Fate{Unknown: true}
 	}
 	if c.Name != "" {
 		uid, ok := owners.UID(c.Kind, c.Name)
 		switch {
 		case !ok:
-			return Verdict{Orphaned: true, Reason: ReasonOwnerGone}
+			return Fate{Orphaned: true, Reason: ReasonOwnerGone}
 		case uid != c.UID:
-			return Verdict{Orphaned: true, Reason: ReasonOwnerReplaced}
+			return Fate{Orphaned: true, Reason: ReasonOwnerReplaced}
 		}
-		return Verdict{}
+		return Fate{}
 	}
 	if !owners.Labelled(c.Kind, c.Label) {
-		return Verdict{Orphaned: true, Reason: ReasonNoLabelledOwner}
+		return Fate{Orphaned: true, Reason: ReasonNoLabelledOwner}
 	}
-	return Verdict{}
+	return Fate{}
 }
 
-// Judge decides whether obj, of the judged kind, is an orphan: ClaimOf,
+// FateOf decides whether obj, of the judged kind, is an orphan: ClaimOf,
 // then Decide. An object the sweep does not judge is never one.
-func Judge(kind string, obj metav1.Object, owners Owners) Verdict {
+func FateOf(kind string, obj metav1.Object, owners Owners) Fate {
 	if !obj.GetDeletionTimestamp().IsZero() && len(obj.GetFinalizers()) == 0 {
 		// Already going: deleting it again changes nothing. One held by
 		// a finalizer still grants (the garbage collector deleted it while
 		// no oria ran, say): it is judged, and engine.Delete removes the
 		// finalizers.
-		return Verdict{}
+		return Fate{}
 	}
 	c, ok := ClaimOf(kind, obj)
 	if !ok {
-		return Verdict{}
+		return Fate{}
 	}
 	return Decide(c, owners)
 }

@@ -26,7 +26,7 @@ func obj(labels map[string]string, refs []metav1.OwnerReference, annotations map
 	return &metav1.ObjectMeta{Name: "x", Labels: l, OwnerReferences: refs, Annotations: annotations}
 }
 
-func TestJudge(t *testing.T) {
+func TestFateOf(t *testing.T) {
 	long := strings.Repeat("a", 80) // its label value is hashed
 	owners := OwnerSet{
 		ownership.KindScopeInstance: {"si": "uid-si", long: "uid-long"},
@@ -51,23 +51,23 @@ func TestJudge(t *testing.T) {
 		kind   string
 		obj    metav1.Object
 		owners Owners
-		want   Verdict
+		want   Fate
 	}{
 		// Bindings.
 		{name: "binding of a living instance", kind: KindRoleBinding,
 			obj: obj(instanceLabel("si"), instanceRef("si", "uid-si"), nil)},
 		{name: "binding of a missing instance", kind: KindRoleBinding,
 			obj:  obj(instanceLabel("gone"), instanceRef("gone", "uid-gone"), nil),
-			want: Verdict{Orphaned: true, Reason: ReasonOwnerGone}},
+			want: Fate{Orphaned: true, Reason: ReasonOwnerGone}},
 		{name: "binding of an instance re-created under its name", kind: KindClusterRoleBinding,
 			obj:  obj(instanceLabel("si"), instanceRef("si", "uid-old"), nil),
-			want: Verdict{Orphaned: true, Reason: ReasonOwnerReplaced}},
+			want: Fate{Orphaned: true, Reason: ReasonOwnerReplaced}},
 		{name: "the controller reference decides, not the label", kind: KindRoleBinding,
 			obj:  obj(instanceLabel("si"), instanceRef("gone", "uid-gone"), nil),
-			want: Verdict{Orphaned: true, Reason: ReasonOwnerGone}},
+			want: Fate{Orphaned: true, Reason: ReasonOwnerGone}},
 		{name: "orphaned by the garbage collector: label of a missing instance", kind: KindRoleBinding,
 			obj:  obj(instanceLabel("gone"), nil, nil),
-			want: Verdict{Orphaned: true, Reason: ReasonNoLabelledOwner}},
+			want: Fate{Orphaned: true, Reason: ReasonNoLabelledOwner}},
 		{name: "no controller reference, label of a living instance", kind: KindRoleBinding,
 			obj: obj(instanceLabel("si"), nil, nil)},
 		{name: "no controller reference, hashed label of a living long-named instance", kind: KindRoleBinding,
@@ -75,7 +75,7 @@ func TestJudge(t *testing.T) {
 		{name: "a non-controller owner reference does not count", kind: KindRoleBinding,
 			obj: obj(instanceLabel("gone"), []metav1.OwnerReference{{APIVersion: oriav1alpha1.GroupVersion.String(),
 				Kind: ownership.KindScopeInstance, Name: "gone", UID: "uid-gone"}}, nil),
-			want: Verdict{Orphaned: true, Reason: ReasonNoLabelledOwner}},
+			want: Fate{Orphaned: true, Reason: ReasonNoLabelledOwner}},
 		{name: "controlled by something else: not oria's to delete", kind: KindRoleBinding,
 			obj: obj(instanceLabel("gone"), []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: ownership.KindScopeInstance,
 				Name: "gone", UID: "u", Controller: ptr.To(true)}}, nil)},
@@ -85,10 +85,10 @@ func TestJudge(t *testing.T) {
 			obj: obj(nil, nil, nil)},
 		{name: "already being deleted", kind: KindRoleBinding, obj: deleting},
 		{name: "held in deletion by a finalizer: still grants, judged", kind: KindRoleBinding, obj: held,
-			want: Verdict{Orphaned: true, Reason: ReasonNoLabelledOwner}},
+			want: Fate{Orphaned: true, Reason: ReasonNoLabelledOwner}},
 		{name: "a view that does not know the owner's kind decides nothing", kind: KindRoleBinding,
 			obj: obj(instanceLabel("gone"), nil, nil), owners: OwnerSet{},
-			want: Verdict{Unknown: true}},
+			want: Fate{Unknown: true}},
 
 		// ClusterRoles.
 		{name: "inline role of a living template", kind: KindClusterRole,
@@ -97,27 +97,27 @@ func TestJudge(t *testing.T) {
 		{name: "inline role of a missing template", kind: KindClusterRole,
 			obj: obj(map[string]string{oriav1alpha1.LabelScopeTemplate: "gone"},
 				[]metav1.OwnerReference{ownership.Ref(ownership.KindScopeTemplate, "gone", "uid-gone")}, nil),
-			want: Verdict{Orphaned: true, Reason: ReasonOwnerGone}},
+			want: Fate{Orphaned: true, Reason: ReasonOwnerGone}},
 		{name: "inline role of a re-created template", kind: KindClusterRole,
 			obj: obj(map[string]string{oriav1alpha1.LabelScopeTemplate: "tmpl"},
 				[]metav1.OwnerReference{ownership.Ref(ownership.KindScopeTemplate, "tmpl", "uid-old")}, nil),
-			want: Verdict{Orphaned: true, Reason: ReasonOwnerReplaced}},
+			want: Fate{Orphaned: true, Reason: ReasonOwnerReplaced}},
 		{name: "inline role orphaned by the garbage collector", kind: KindClusterRole,
 			obj:  obj(map[string]string{oriav1alpha1.LabelScopeTemplate: "gone"}, nil, nil),
-			want: Verdict{Orphaned: true, Reason: ReasonNoLabelledOwner}},
+			want: Fate{Orphaned: true, Reason: ReasonNoLabelledOwner}},
 		{name: "extension role controlled by a missing extension: the extension controller's", kind: KindClusterRole,
 			obj: obj(map[string]string{oriav1alpha1.LabelExtension: "gone"},
 				[]metav1.OwnerReference{ownership.ExtensionRef("gone", "uid-gone")}, crd)},
 		{name: "extension role orphaned by the garbage collector", kind: KindClusterRole,
 			obj:  obj(map[string]string{oriav1alpha1.LabelExtension: "gone"}, nil, crd),
-			want: Verdict{Orphaned: true, Reason: ReasonNoLabelledOwner}},
+			want: Fate{Orphaned: true, Reason: ReasonNoLabelledOwner}},
 		{name: "extension role without a controller reference, extension living", kind: KindClusterRole,
 			obj: obj(map[string]string{oriav1alpha1.LabelExtension: "ext"}, nil, crd)},
 		{name: "extension label without the generated-role annotation: not judged", kind: KindClusterRole,
 			obj: obj(map[string]string{oriav1alpha1.LabelExtension: "gone"}, nil, nil)},
 		{name: "extension role, the ClusterExtension API unknown", kind: KindClusterRole,
 			obj: obj(map[string]string{oriav1alpha1.LabelExtension: "gone"}, nil, crd), owners: OwnerSet{ownership.KindScopeTemplate: {}},
-			want: Verdict{Unknown: true}},
+			want: Fate{Unknown: true}},
 
 		// Gates: a time-bound grant's ClusterRole, controlled by its
 		// instance and labelled with it (ownership.GateLabels).
@@ -125,13 +125,13 @@ func TestJudge(t *testing.T) {
 			obj: obj(instanceLabel("si"), instanceRef("si", "uid-si"), nil)},
 		{name: "gate of a missing instance", kind: KindClusterRole,
 			obj:  obj(instanceLabel("gone"), instanceRef("gone", "uid-gone"), nil),
-			want: Verdict{Orphaned: true, Reason: ReasonOwnerGone}},
+			want: Fate{Orphaned: true, Reason: ReasonOwnerGone}},
 		{name: "gate of an instance re-created under its name", kind: KindClusterRole,
 			obj:  obj(instanceLabel("si"), instanceRef("si", "uid-old"), nil),
-			want: Verdict{Orphaned: true, Reason: ReasonOwnerReplaced}},
+			want: Fate{Orphaned: true, Reason: ReasonOwnerReplaced}},
 		{name: "gate orphaned by the garbage collector: label of a missing instance", kind: KindClusterRole,
 			obj:  obj(instanceLabel("gone"), nil, nil),
-			want: Verdict{Orphaned: true, Reason: ReasonNoLabelledOwner}},
+			want: Fate{Orphaned: true, Reason: ReasonNoLabelledOwner}},
 		{name: "gate without a controller reference, label of a living instance", kind: KindClusterRole,
 			obj: obj(instanceLabel(long), nil, nil)},
 		{name: "role controlled by something else than a template or an instance: not judged", kind: KindClusterRole,
@@ -144,14 +144,14 @@ func TestJudge(t *testing.T) {
 		{name: "compiled template of a missing policy", kind: KindScopeTemplate,
 			obj: obj(map[string]string{oriav1alpha1.LabelRBACPolicy: "gone"},
 				[]metav1.OwnerReference{ownership.Ref(ownership.KindRBACPolicy, "gone", "uid-gone")}, nil),
-			want: Verdict{Orphaned: true, Reason: ReasonOwnerGone}},
+			want: Fate{Orphaned: true, Reason: ReasonOwnerGone}},
 		{name: "compiled instance of a re-created policy", kind: KindScopeInstance,
 			obj: obj(map[string]string{oriav1alpha1.LabelRBACPolicy: "policy"},
 				[]metav1.OwnerReference{ownership.Ref(ownership.KindRBACPolicy, "policy", "uid-old")}, nil),
-			want: Verdict{Orphaned: true, Reason: ReasonOwnerReplaced}},
+			want: Fate{Orphaned: true, Reason: ReasonOwnerReplaced}},
 		{name: "compiled instance orphaned by the garbage collector", kind: KindScopeInstance,
 			obj:  obj(map[string]string{oriav1alpha1.LabelRBACPolicy: "gone"}, nil, nil),
-			want: Verdict{Orphaned: true, Reason: ReasonNoLabelledOwner}},
+			want: Fate{Orphaned: true, Reason: ReasonNoLabelledOwner}},
 		{name: "a user's instance (nothing compiled it): not judged", kind: KindScopeInstance,
 			obj: &metav1.ObjectMeta{Name: "x"}},
 		{name: "a user's instance controlled by something else: not judged", kind: KindScopeInstance,
@@ -162,8 +162,8 @@ func TestJudge(t *testing.T) {
 			if o == nil {
 				o = owners
 			}
-			if diff := cmp.Diff(tc.want, Judge(tc.kind, tc.obj, o)); diff != "" {
-				t.Errorf("Judge (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, FateOf(tc.kind, tc.obj, o)); diff != "" {
+				t.Errorf("FateOf (-want +got):\n%s", diff)
 			}
 		})
 	}

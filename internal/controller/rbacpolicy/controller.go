@@ -111,7 +111,7 @@ type Reconciler struct {
 // dependency.
 func New(d Deps, o Options) (*Reconciler, error) {
 	if err := reconciler.Check("the RBACPolicy controller", d.Base, reconciler.Need{Name: "the API scopes", Set: d.APIScopes != nil},
-		reconciler.Need{Name: "the bundle-role cache", Set: d.BundleRoles != nil}, reconciler.Need{Name: "the OLM gate", Set: d.OLM != nil}); err != nil {
+		reconciler.Need{Name: "the bundle-role cache", Set: d.BundleRoles != nil}, reconciler.Need{Name: "the API wait", Set: d.OLM != nil}); err != nil {
 		return nil, err
 	}
 	return newReconciler(d, o), nil
@@ -143,7 +143,7 @@ func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
 			watch.ExtensionChanged()))).
 		// The watches of roles and CRDs below map to policies that exist,
 		// each enqueued by its own add: their initial lists are skipped
-		// (watch.SkipInitialList). The extensions' is not: the OLM gate
+		// (watch.SkipInitialList). The extensions' is not: the API wait
 		// may start it after the controller.
 		//
 		// oria's generated roles (the cache holds only oria's): one created,

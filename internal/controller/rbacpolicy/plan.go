@@ -74,6 +74,50 @@ type plan struct {
 	modeNote string
 }
 
+// Gather judges the policy's window at this instant, for its status, and
+// decides what to do with its compiled objects (gather).
+func (r *Reconciler) Gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy) (*plan, error) {
+	now := r.now()
+	var p *plan
+	var err error
+	if w := binding.PolicyWindow(policy.Spec); policy.Spec.Eligibility != nil {
+		p = eligible(policy)
+	} else if w.Empty() {
+		p = neverOpens(w.Whole())
+	} else {
+		p, err = r.gather(ctx, policy)
+	}
+	if p != nil {
+		p.now, p.window = now, binding.PolicyWindow(policy.Spec).Whole()
+		p.phase, _ = p.window.At(now)
+	}
+	return p, err
+}
+
+// neverOpens is the plan of a policy whose window is empty in whole
+// seconds (w, as compiled): a window inside one second, or one the rounding
+// inverts, stored before the API server refused it. It grants nothing at
+// any instant, so nothing is compiled and what was is revoked (fail
+// closed: the current spec allows nothing); the policy says Pending until
+// its expiresAt, then Expired (at which it looks again, windowRequeue),
+// never an error retried for ever.
+func neverOpens(w binding.Window) *plan {
+	return &plan{decision: decisionRevoke, reason: oriav1alpha1.ReasonPending, message: fmt.Sprintf(
+		"spec.notBefore and spec.expiresAt leave no whole second between them: as oria applies them (notBefore rounded up, expiresAt down) "+
+			"the window is from %s until %s, so it never opens and nothing is granted; Expired from spec.expiresAt on",
+		binding.Stamp(w.NotBefore), binding.Stamp(w.ExpiresAt))}
+}
+
+// eligible is the plan of a policy whose subjects are eligible rather
+// than granted (spec.eligibility): it binds nothing by itself, so whatever
+// it compiled before is revoked; each approved AccessRequest carries its
+// own time-bound grant (package accessrequest).
+func eligible(policy *oriav1alpha1.RBACPolicy) *plan {
+	return &plan{decision: decisionRevoke, reason: oriav1alpha1.ReasonEligible, message: fmt.Sprintf(
+		"the policy's subjects are eligible, not granted: it binds nothing by itself; each subject activates it for at most %v with an AccessRequest (kubectl oria request)",
+		policy.Spec.Eligibility.MaxDuration.Duration)}
+}
+
 // gather validates the policy, reads its extension, that extension's APIs
 // and the ClusterRoles it would bind, and decides (see Gather).
 func (r *Reconciler) gather(ctx context.Context, policy *oriav1alpha1.RBACPolicy) (*plan, error) {

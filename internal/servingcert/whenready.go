@@ -6,17 +6,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
-// heldServer is a webhook server that starts only once ready is closed:
+// readyServer is a webhook server that starts only once ready is closed:
 // controller-runtime's server reads its certificate when it starts and
 // fails when there is none; this one waits for oria's. It is still a
 // webhook.Server, so the manager runs it with its webhooks, on every
 // replica.
-type heldServer struct {
+type readyServer struct {
 	webhook.Server
 	ready <-chan struct{}
 }
 
-func (s *heldServer) Start(ctx context.Context) error {
+func (s *readyServer) Start(ctx context.Context) error {
 	select {
 	case <-s.ready:
 	case <-ctx.Done():

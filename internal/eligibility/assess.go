@@ -13,8 +13,8 @@ import (
 // ByOria is who ended an activation that its time, or its policy, ended.
 const ByOria = "oria"
 
-// Verdict is what a request is now (Judge).
-type Verdict struct {
+// Assessment is what a request is now (Assess).
+type Assessment struct {
 	State oriav1alpha1.RequestState
 	// Reason and Message are the Active condition's.
 	Reason, Message string
@@ -25,7 +25,7 @@ type Verdict struct {
 	Start, End, EndedAt *metav1.Time
 	// Namespaces are where the grant is in force (Active only).
 	Namespaces []string
-	// Next is when the verdict changes by time alone (zero: never).
+	// Next is when the assessment changes by time alone (zero: never).
 	Next time.Time
 }
 
@@ -34,22 +34,22 @@ func Final(state oriav1alpha1.RequestState) bool {
 	return state != "" && state != oriav1alpha1.StateRequested && state != oriav1alpha1.StateActive
 }
 
-// Judge returns what request r is at now, given its policy p (nil when
+// Assess returns what request r is at now, given its policy p (nil when
 // gone). A final state recorded in r's status (written by oria alone) is
 // kept: a decided request never changes again. The records of decisions
 // are the annotations the guard admitted (Admit).
-func Judge(r *oriav1alpha1.AccessRequest, p *oriav1alpha1.RBACPolicy, now time.Time) Verdict {
+func Assess(r *oriav1alpha1.AccessRequest, p *oriav1alpha1.RBACPolicy, now time.Time) Assessment {
 	prev := r.Status
 	if Final(prev.State) {
-		return Verdict{State: prev.State, Reason: reasonOf(r), Message: messageOf(r), ApprovedBy: prev.ApprovedBy, DeniedBy: prev.DeniedBy,
+		return Assessment{State: prev.State, Reason: reasonOf(r), Message: messageOf(r), ApprovedBy: prev.ApprovedBy, DeniedBy: prev.DeniedBy,
 			EndedBy: prev.EndedBy, Start: prev.StartsAt, End: prev.EndsAt, EndedAt: prev.EndedAt}
 	}
 	ann := r.Annotations
 	if d := Denial.Of(ann); d.By != "" {
-		return Verdict{State: oriav1alpha1.StateDenied, Reason: oriav1alpha1.ReasonDenied, DeniedBy: d.By, EndedAt: at(d, now),
+		return Assessment{State: oriav1alpha1.StateDenied, Reason: oriav1alpha1.ReasonDenied, DeniedBy: d.By, EndedAt: at(d, now),
 			Message: "denied " + d.String()}
 	}
-	v := Verdict{}
+	v := Assessment{}
 	approval := Approval.Of(ann)
 	switch {
 	case approval.By != "":
@@ -102,17 +102,17 @@ func Judge(r *oriav1alpha1.AccessRequest, p *oriav1alpha1.RBACPolicy, now time.T
 	return v
 }
 
-// pending judges a request without a decision.
-func pending(r *oriav1alpha1.AccessRequest, p *oriav1alpha1.RBACPolicy, now time.Time, prev oriav1alpha1.AccessRequestStatus) Verdict {
+// pending assesses a request without a decision.
+func pending(r *oriav1alpha1.AccessRequest, p *oriav1alpha1.RBACPolicy, now time.Time, prev oriav1alpha1.AccessRequestStatus) Assessment {
 	if why := disallowed(r, p); why != "" {
-		return Verdict{State: oriav1alpha1.StateCancelled, Reason: oriav1alpha1.ReasonCancelled, Message: why, EndedBy: ByOria, EndedAt: endedAt(prev, now)}
+		return Assessment{State: oriav1alpha1.StateCancelled, Reason: oriav1alpha1.ReasonCancelled, Message: why, EndedBy: ByOria, EndedAt: endedAt(prev, now)}
 	}
 	deadline := r.CreationTimestamp.Add(RequestTimeout(p)).Truncate(time.Second)
 	if !now.Before(deadline) {
-		return Verdict{State: oriav1alpha1.StateExpired, Reason: oriav1alpha1.ReasonRequestExpired, EndedBy: ByOria, EndedAt: &metav1.Time{Time: deadline},
+		return Assessment{State: oriav1alpha1.StateExpired, Reason: oriav1alpha1.ReasonRequestExpired, EndedBy: ByOria, EndedAt: &metav1.Time{Time: deadline},
 			Message: fmt.Sprintf("not approved within %v (the policy's requestTimeout)", RequestTimeout(p))}
 	}
-	return Verdict{State: oriav1alpha1.StateRequested, Reason: oriav1alpha1.ReasonRequested, Next: deadline,
+	return Assessment{State: oriav1alpha1.StateRequested, Reason: oriav1alpha1.ReasonRequested, Next: deadline,
 		Message: fmt.Sprintf("waiting for an approver of RBACPolicy %q until %s", r.Spec.PolicyName, record.Now(deadline))}
 }
 
