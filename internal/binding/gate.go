@@ -202,3 +202,7 @@ func GateRoles(gate *rbacv1.ClusterRole) []string {
 	}
 	return strings.Split(v, ",")
 }
+
+// HoldGate adds hold to the bindings of s that name its gate (see
+// HoldGate): a gate is bound in namespaces, by RoleBindings.
+func (s Set) HoldGate(hold metav1.OwnerReference) { HoldGate(s.RoleBindings, hold) }

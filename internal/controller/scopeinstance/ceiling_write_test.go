@@ -36,18 +36,18 @@ func keys(bs []*rbacv1.RoleBinding) []string {
 func TestAsk(t *testing.T) {
 	c := &ceiling{values: map[string]string{"inline": "new", "ref": "h"},
 		ahead: map[string][]rbacv1.PolicyRule{"inline": {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}}
-	want := []*rbacv1.RoleBinding{ceilingRB("a", "inline", "new"), ceilingRB("b", "inline", "new"), ceilingRB("c", "inline", "new"),
-		ceilingRB("a", "ref", "h")}
-	existing := engine.ByKey([]*rbacv1.RoleBinding{
+	want := binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "new"), ceilingRB("b", "inline", "new"), ceilingRB("c", "inline", "new"),
+		ceilingRB("a", "ref", "h")}}
+	existing := binding.Set{RoleBindings: []*rbacv1.RoleBinding{
 		ceilingRB("a", "inline", "new"), // allowed already
 		ceilingRB("b", "inline", "old"), // records the old rules
 		ceilingRB("a", "ref", "old"),    // not ahead: the API server checks it when it is written
-	})
-	got := ask(c, want, existing, binding.RoleOfRoleBinding)
+	}}.ByKey()
+	got := ask(c, want, existing)
 	if d := cmp.Diff([]binding.Grant{{Role: "inline", Namespace: "b"}, {Role: "inline", Namespace: "c"}}, got); d != "" {
 		t.Errorf("ask (-want +got):\n%s", d)
 	}
-	if got := ask(&ceiling{values: c.values}, want, existing, binding.RoleOfRoleBinding); got != nil {
+	if got := ask(&ceiling{values: c.values}, want, existing); got != nil {
 		t.Errorf("ask with nothing ahead = %v, want nothing", got)
 	}
 }
@@ -55,11 +55,11 @@ func TestAsk(t *testing.T) {
 // A refused grant is not written, reported Forbidden, and its existing
 // binding deleted; the others are written.
 func TestSplit(t *testing.T) {
-	want := []*rbacv1.RoleBinding{ceilingRB("a", "inline", "new"), ceilingRB("b", "inline", "new"), ceilingRB("c", "inline", "new")}
-	existing := engine.ByKey([]*rbacv1.RoleBinding{ceilingRB("a", "inline", "old"), ceilingRB("b", "inline", "old")})
+	want := binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "new"), ceilingRB("b", "inline", "new"), ceilingRB("c", "inline", "new")}}
+	existing := binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "old"), ceilingRB("b", "inline", "old")}}.ByKey()
 	denied := map[binding.Grant]string{{Role: "inline", Namespace: "b"}: "no secrets in b", {Role: "inline", Namespace: "c"}: "no secrets in c"}
-	keep, refused, drop := split(want, existing, denied, binding.RoleOfRoleBinding)
-	if d := cmp.Diff([]string{"a/b-inline@new"}, keys(keep)); d != "" {
+	keep, refused, drop := split(want, existing, denied)
+	if d := cmp.Diff([]string{"a/b-inline@new"}, keys(keep.RoleBindings)); d != "" {
 		t.Errorf("kept (-want +got):\n%s", d)
 	}
 	var gotRefused []string
@@ -72,7 +72,7 @@ func TestSplit(t *testing.T) {
 	if d := cmp.Diff([]string{"b/b-inline: no secrets in b", "c/b-inline: no secrets in c"}, gotRefused); d != "" {
 		t.Errorf("refused (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]string{"b/b-inline@old"}, keys(drop)); d != "" {
+	if d := cmp.Diff([]string{"b/b-inline@old"}, keys(drop.RoleBindings)); d != "" {
 		t.Errorf("dropped (-want +got):\n%s", d)
 	}
 }
@@ -81,12 +81,12 @@ func TestSplit(t *testing.T) {
 // its record differs from the intended one: then the role changed since
 // the ServiceAccount last allowed it.
 func TestRefusedRewrites(t *testing.T) {
-	want := []*rbacv1.RoleBinding{ceilingRB("a", "ref", "h2"), ceilingRB("b", "ref", "h2"), ceilingRB("c", "ref", "h2"), ceilingRB("d", "ref", "h2")}
-	existing := engine.ByKey([]*rbacv1.RoleBinding{
+	want := binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "ref", "h2"), ceilingRB("b", "ref", "h2"), ceilingRB("c", "ref", "h2"), ceilingRB("d", "ref", "h2")}}
+	existing := binding.Set{RoleBindings: []*rbacv1.RoleBinding{
 		ceilingRB("a", "ref", "h1"), // role changed, rewrite refused: goes
 		ceilingRB("b", "ref", "h2"), // allowed; refused for another reason (subjects): stays
 		ceilingRB("c", "ref", "h1"), // role changed, rewrite allowed
-	})
+	}}.ByKey()
 	forbidden := errors.New("forbidden")
 	outcomes := []engine.Outcome{
 		{Namespace: "a", Name: "b-ref", Action: engine.Forbidden, Err: forbidden},
@@ -94,7 +94,7 @@ func TestRefusedRewrites(t *testing.T) {
 		{Namespace: "c", Name: "b-ref", Action: engine.Updated},
 		{Namespace: "d", Name: "b-ref", Action: engine.Forbidden, Err: forbidden}, // a create: nothing to delete
 	}
-	if d := cmp.Diff([]string{"a/b-ref@h1"}, keys(refusedRewrites(outcomes, want, existing, binding.RoleOfRoleBinding))); d != "" {
+	if d := cmp.Diff([]string{"a/b-ref@h1"}, keys(refusedRewrites(outcomes, want, existing).RoleBindings)); d != "" {
 		t.Errorf("refusedRewrites (-want +got):\n%s", d)
 	}
 }

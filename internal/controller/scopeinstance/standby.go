@@ -206,12 +206,12 @@ func (s *Standby) revoke(ctx context.Context, name string) (again bool, err erro
 		s.set(name, s.lookAt(si)) // looked early (a clock step); not due yet
 		return false, nil
 	}
-	gate, rbs, crbs, err := s.cached(ctx, si)
+	gate, bindings, err := s.cached(ctx, si)
 	if err != nil {
 		return true, err
 	}
-	gate, rbs, crbs = standbyGrants(si, gate, rbs, crbs)
-	if gate == nil && len(rbs)+len(crbs) == 0 {
+	gate, bindings = standbyGrants(si, gate, bindings)
+	if gate == nil && bindings.Len() == 0 {
 		return false, nil
 	}
 	// The API server's copy decides: a window widened again (admitted as
@@ -228,7 +228,7 @@ func (s *Standby) revoke(ctx context.Context, name string) (again bool, err erro
 	if gate != nil {
 		sealed = engine.SealGates(ctx, w, []*rbacv1.ClusterRole{gate})
 	}
-	sum := engine.Summarize(sealed, engine.Delete(ctx, w, engine.RoleBindingKind.Name, rbs), engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, crbs))
+	sum := engine.Summarize(sealed, engine.DeleteSet(ctx, w, bindings).All())
 	ctrl.LoggerFrom(ctx).Info("ended the access of a closed window as a standby replica (the leader finishes the rest)",
 		"window", binding.InstanceWindow(live.Spec).Describe(now), "gateEmptied", gate != nil && len(sum.Errors) == 0,
 		"bindingsDeleted", sum.Count[engine.Deleted], "failed", len(sum.Errors))
@@ -237,22 +237,21 @@ func (s *Standby) revoke(ctx context.Context, name string) (again bool, err erro
 
 // cached returns the instance's gate (nil when the cache shows none of
 // this instance's) and bindings as the cache shows them.
-func (s *Standby) cached(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*rbacv1.ClusterRole, []*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
+func (s *Standby) cached(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*rbacv1.ClusterRole, binding.Set, error) {
 	r := &Reconciler{Deps: s.deps}
 	existing, err := r.existingBindings(si.Name)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, binding.Set{}, err
 	}
-	rbs, crbs := existing.RoleBindings, existing.ClusterRoleBindings
 	gate := &rbacv1.ClusterRole{}
 	err = s.deps.Client.Get(ctx, types.NamespacedName{Name: binding.GateName(si.Name, string(si.UID))}, gate)
 	if apierrors.IsNotFound(err) || (err == nil && !ownership.ControlledByUID(gate, si.UID)) {
-		return nil, rbs, crbs, nil
+		return nil, existing, nil
 	}
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("reading the gate of ScopeInstance %q: %w", si.Name, err)
+		return nil, binding.Set{}, fmt.Errorf("reading the gate of ScopeInstance %q: %w", si.Name, err)
 	}
-	return gate, rbs, crbs, nil
+	return gate, existing, nil
 }
 
 // standbyGrants returns what of an instance outside its window still
@@ -262,8 +261,7 @@ func (s *Standby) cached(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*
 // (they then grant nothing; the leader deletes them). A binding of a gate
 // name that the cache shows no gate of this instance's under grants
 // whatever a role made under that name would: it goes. Pure.
-func standbyGrants(si *oriav1alpha1.ScopeInstance, gate *rbacv1.ClusterRole, rbs []*rbacv1.RoleBinding, crbs []*rbacv1.ClusterRoleBinding) (
-	*rbacv1.ClusterRole, []*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding) {
+func standbyGrants(si *oriav1alpha1.ScopeInstance, gate *rbacv1.ClusterRole, bindings binding.Set) (*rbacv1.ClusterRole, binding.Set) {
 	gateName := ""
 	if gate != nil && ownership.ControlledByUID(gate, si.UID) {
 		gateName = gate.Name
@@ -271,20 +269,8 @@ func standbyGrants(si *oriav1alpha1.ScopeInstance, gate *rbacv1.ClusterRole, rbs
 	if gateName == "" || (!ownership.GateGrants(gate) && gate.AggregationRule == nil) {
 		gate = nil
 	}
-	ofGate := func(ref rbacv1.RoleRef) bool {
-		return gateName != "" && ref.Kind == "ClusterRole" && ref.Name == gateName
+	if gateName == "" {
+		return gate, bindings
 	}
-	var outRBs []*rbacv1.RoleBinding
-	for _, b := range rbs {
-		if !ofGate(b.RoleRef) {
-			outRBs = append(outRBs, b)
-		}
-	}
-	var outCRBs []*rbacv1.ClusterRoleBinding
-	for _, b := range crbs {
-		if !ofGate(b.RoleRef) {
-			outCRBs = append(outCRBs, b)
-		}
-	}
-	return gate, outRBs, outCRBs
+	return gate, bindings.Filter(func(b client.Object) bool { return binding.RoleOf(b) != gateName })
 }
