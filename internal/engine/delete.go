@@ -16,11 +16,9 @@ import (
 // decides when it goes, so before it deletes one that carries finalizers,
 // and whenever its cache shows one of its objects held in deletion by
 // finalizers, it removes them (release). Nothing oria makes carries a
-// finalizer of oria's own; a gate carries Kubernetes' foregroundDeletion
-// (binding.GateRole), so that the garbage collector, deleting a gate whose
-// instance is gone while no oria runs, holds its name until its bindings
-// are gone. oria deletes a gate only after its bindings, so it removes that
-// finalizer too.
+// finalizer of oria's own; an object that carries Kubernetes'
+// foregroundDeletion (for the garbage collector, while no oria runs) loses
+// it too when oria deletes it.
 
 // terminating reports whether obj's deletion was requested.
 func terminating(obj client.Object) bool {

@@ -7,18 +7,19 @@
 //   - RBAC objects oria owns: the extension controller's generated
 //     ClusterRoles, the ScopeTemplate controller's inline ClusterRoles, the
 //     ScopeInstance controller's RoleBindings and ClusterRoleBindings
-//     (Ensure, Delete: ensure.go, delete.go; Kinds in kinds.go), and the
-//     gates a replica that does not lead empties (SealGates: seal.go; with
-//     Delete, the ScopeInstance standby's only writes);
+//     (Ensure, Delete: ensure.go, delete.go; Kinds in kinds.go; a grant's
+//     bindings as one binding.Set: EnsureSet, DeleteSet, set.go), and
+//     ClusterRoles the caller read and rewrites, never creating them
+//     (Rewrite, and PatchTested, a JSON patch tested against the
+//     resourceVersion read: rewrite.go);
 //   - the ScopeTemplates and ScopeInstances compiled from RBACPolicies
 //     (Ensure, Delete; ScopeTemplateKind, ScopeInstanceKind in
 //     oriakinds.go: repaired by an update of the whole spec);
-//   - a publication's fields in objects oria does not own: a
-//     ScopeInstance's key in a ConfigMap, the ConfigMap it creates,
-//     disowns and deletes, and the restart annotation of the workloads it
-//     restarts, each under the publication's own field manager (ApplyKey,
-//     CreateNew, Disown, Withdraw, DeleteUnchanged, ApplyRestart:
-//     shared.go, called by package publish alone);
+//   - fields in objects oria does not own, under a field manager the
+//     caller names, an object created only if none of its name exists, an
+//     owner reference removed, an object deleted only if unchanged
+//     (ApplyFields, ApplyForced, Withdraw, CreateNew, Disown,
+//     DeleteUnchanged: shared.go; package publisher's publication writes);
 //   - the one label oria owns on a bundle-provided ClusterRole in Legacy
 //     mode (Apply: apply.go), and the hand-over of a generated role that
 //     the extension's Helm release adopted (HandOverAll: handover.go);

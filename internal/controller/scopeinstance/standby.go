@@ -32,7 +32,7 @@ import (
 // server's copy of the instance agrees that its window is closed, it ends
 // that access:
 //
-//   - a gate that holds rules is emptied (engine.SealGates: a JSON patch
+//   - a gate that holds rules is emptied (sealGates: a JSON patch
 //     tested against the resourceVersion its cache showed, so it never
 //     creates a gate and never overwrites a change it did not see);
 //   - every binding of the instance that grants is deleted
@@ -226,13 +226,38 @@ func (s *Standby) revoke(ctx context.Context, name string) (again bool, err erro
 	w := &engine.Writer{Client: s.deps.Client, Revoker: s.deps.Client, Engine: s.deps.Engine}
 	var sealed []engine.Outcome
 	if gate != nil {
-		sealed = engine.SealGates(ctx, w, []*rbacv1.ClusterRole{gate})
+		sealed = sealGates(ctx, w, []*rbacv1.ClusterRole{gate})
 	}
 	sum := engine.Summarize(sealed, engine.DeleteSet(ctx, w, bindings).All())
 	ctrl.LoggerFrom(ctx).Info("ended the access of a closed window as a standby replica (the leader finishes the rest)",
 		"window", binding.InstanceWindow(live.Spec).Describe(now), "gateEmptied", gate != nil && len(sum.Errors) == 0,
 		"bindingsDeleted", sum.Count[engine.Deleted], "failed", len(sum.Errors))
 	return len(sum.Errors) > 0, summarizeErrors(sum.Errors)
+}
+
+// sealGates empties gates as a replica that does not lead does: each gate,
+// as the cache shows it, loses every rule but its seal
+// (ownership.GateSeal) and any aggregationRule, in one JSON patch tested
+// against the resourceVersion the cache showed (engine.PatchTested). Unlike
+// the leader's emptyGates it never creates and never writes over a change
+// it did not see: a gate deleted meanwhile counts as emptied, one the
+// leader changed meanwhile is left alone (Failed: looked at again). It
+// writes under oria's field manager, as the leader does; the leader's later
+// applies force their ownership, so nobody fights over the rules. A gate
+// already empty costs nothing.
+func sealGates(ctx context.Context, w *engine.Writer, gates []*rbacv1.ClusterRole) []engine.Outcome {
+	var todo []*rbacv1.ClusterRole
+	for _, g := range gates {
+		if g != nil && (ownership.GateGrants(g) || g.AggregationRule != nil) {
+			todo = append(todo, g)
+		}
+	}
+	return engine.PatchTested(ctx, w, gateKind.Name, todo, func(g *rbacv1.ClusterRole) []map[string]any {
+		return []map[string]any{
+			{"op": "add", "path": "/rules", "value": []rbacv1.PolicyRule{ownership.GateSeal(g.Name)}},
+			{"op": "add", "path": "/aggregationRule", "value": nil},
+		}
+	})
 }
 
 // cached returns the instance's gate (nil when the cache shows none of

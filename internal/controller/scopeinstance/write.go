@@ -141,8 +141,10 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	return res, res.err()
 }
 
-// gateKind writes gates.
-var gateKind = engine.GateRoleKind()
+// gateKind writes gates: whole (its labels, its rules, no
+// aggregationRule), every change one update, since emptying the gate is
+// what ends the grant.
+var gateKind = engine.WholeClusterRoleKind()
 
 // writeGateFirst writes the gate when it goes before the bindings
 // (gateCreate, gateNarrow; gateEnd: emptied), and returns the outcome.
@@ -196,10 +198,16 @@ func (r *Reconciler) holdGate(ctx context.Context, si *oriav1alpha1.ScopeInstanc
 }
 
 // emptyGates removes the rules of gates (oria's, as the cache shows them)
-// that have any, so that their bindings grant nothing before they go.
+// that have any, but their seal, so that their bindings grant nothing
+// before they go (binding.EmptiedGate): one update each, never a create (a
+// gate being deleted is emptied as it is).
 func (r *Reconciler) emptyGates(ctx context.Context, gates []*rbacv1.ClusterRole) []engine.Outcome {
-	return engine.EmptyGates(ctx, r.writer(), gates)
+	cur, emptied := binding.EmptiedGates(gates)
+	return engine.Rewrite(ctx, r.writer(), gateKind, managed, cur, emptied)
 }
+
+// managed reports whether oria made obj (ownership.IsManaged).
+func managed(obj client.Object) bool { return ownership.IsManaged(obj) }
 
 // gateMissing is the result of a reconcile whose gate could not be
 // created (g: that write): nothing else is written; a conflict is
