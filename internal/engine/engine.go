@@ -52,11 +52,8 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -145,29 +142,6 @@ type Writer struct {
 	Ceiling bool
 }
 
-// refused turns the error of a write that grants into an action.
-func (w *Writer) refused(err error, format string, args ...any) (Action, error) {
-	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
-	if w.Ceiling && apierrors.IsForbidden(err) {
-		return Forbidden, wrapped
-	}
-	return Failed, wrapped
-}
-
-func (w *Writer) recheck() time.Duration {
-	if w.Recheck > 0 {
-		return w.Recheck
-	}
-	return DefaultRecheck
-}
-
-func (w *Writer) workers() int {
-	if w.Workers > 0 {
-		return w.Workers
-	}
-	return DefaultWorkers
-}
-
 // Kind describes one object kind to the engine.
 type Kind[T client.Object] struct {
 	// Name is the kind, for messages.
@@ -185,20 +159,6 @@ type Kind[T client.Object] struct {
 	// express the change: a stale controller reference to drop, a label
 	// someone else added that must go.
 	Merge func(cur, want T) (T, bool)
-}
-
-// Key returns the namespace/name of obj.
-func Key(obj client.Object) types.NamespacedName {
-	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-}
-
-// ByKey indexes objects by Key.
-func ByKey[T client.Object](objs []T) map[types.NamespacedName]T {
-	m := make(map[types.NamespacedName]T, len(objs))
-	for _, o := range objs {
-		m[Key(o)] = o
-	}
-	return m
 }
 
 // Never is the Replace of a kind whose objects have no immutable field.

@@ -83,6 +83,17 @@ const (
 	factNoConflict
 )
 
+// look is what Ensure asks the Memo about one desired object, once:
+// whether oria's cache shows it (inCache: an expectation of it ends, and
+// nothing else is asked), else what is remembered of it (ask).
+func (m *Memo) look(kind string, key types.NamespacedName, inCache bool, trust time.Duration) (memoState, client.Object) {
+	if inCache {
+		m.tell(kind, key, factCached, nil)
+		return memoUnknown, nil
+	}
+	return m.ask(kind, key, trust)
+}
+
 // ask is the one question the engine asks about an object oria's cache
 // does not show: what is remembered of it, a conflict being trusted for
 // trust. An expectation older than ExpectationTTL is dropped here.
