@@ -27,6 +27,15 @@ func (s Set) Objects() []client.Object {
 	return append(Objects(s.RoleBindings), Objects(s.ClusterRoleBindings)...)
 }
 
+// Objects converts a typed slice to client.Objects.
+func Objects[T client.Object](objs []T) []client.Object {
+	out := make([]client.Object, len(objs))
+	for i, o := range objs {
+		out[i] = o
+	}
+	return out
+}
+
 // Keys returns the keys (namespace and name) of the bindings of s.
 func (s Set) Keys() map[types.NamespacedName]bool {
 	out := make(map[types.NamespacedName]bool, s.Len())
@@ -82,6 +91,20 @@ func RoleOf(b client.Object) string {
 		return RoleOfClusterRoleBinding(b)
 	}
 	return ""
+}
+
+// RoleOfRoleBinding and RoleOfClusterRoleBinding return the ClusterRole a
+// binding oria wrote binds ("" for a Role: oria binds only ClusterRoles).
+func RoleOfRoleBinding(b *rbacv1.RoleBinding) string { return clusterRoleOf(b.RoleRef) }
+
+// RoleOfClusterRoleBinding: see RoleOfRoleBinding.
+func RoleOfClusterRoleBinding(b *rbacv1.ClusterRoleBinding) string { return clusterRoleOf(b.RoleRef) }
+
+func clusterRoleOf(ref rbacv1.RoleRef) string {
+	if ref.Kind != "ClusterRole" {
+		return ""
+	}
+	return ref.Name
 }
 
 // Bindings returns the bindings of inst binding roles to subj where t

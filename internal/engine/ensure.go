@@ -68,9 +68,15 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 		i := todo[j]
 		if cur, ok := cached[Key(desired[i])]; ok {
 			out[i] = ensureCached(ctx, w, k, cur, desired[i], out[i])
-			return
+		} else {
+			out[i] = ensureUncached(ctx, w, k, owns, desired[i], recheck[i], out[i])
 		}
-		out[i] = ensureUncached(ctx, w, k, owns, desired[i], recheck[i], out[i])
+		// What the write learnt is told to the Memo here, once (the last
+		// fact learnt: a create also ends a remembered conflict).
+		if out[i].fact != factNone {
+			w.Memo.tell(k.Name, Key(desired[i]), out[i].fact, out[i].Existing)
+			out[i].fact = factNone
+		}
 	})
 	return w.Engine.observe(k.Name, out)
 }
@@ -151,8 +157,7 @@ func recreate[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, w
 	err := w.Client.Create(ctx, want.DeepCopyObject().(client.Object), client.FieldOwner(oriav1alpha1.FieldOwner))
 	switch {
 	case err == nil:
-		w.Memo.tell(k.Name, Key(want), factCreated, nil)
-		o.Action = Created
+		o.Action, o.fact = Created, factCreated
 	case apierrors.IsAlreadyExists(err):
 		o.Expected = true
 	case namespaceGone(err):
@@ -294,7 +299,7 @@ func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], 
 		err := w.Reader.Get(ctx, key, live)
 		switch {
 		case apierrors.IsNotFound(err):
-			w.Memo.tell(k.Name, key, factNoConflict, nil)
+			o.fact = factNoConflict
 		case err != nil:
 			o.Action, o.Err = Failed, fmt.Errorf("reading %s %s: %w", k.Name, describe(want), err)
 			return o
@@ -305,8 +310,7 @@ func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], 
 	err := w.Client.Create(ctx, want.DeepCopyObject().(client.Object), client.FieldOwner(oriav1alpha1.FieldOwner))
 	switch {
 	case err == nil:
-		w.Memo.tell(k.Name, key, factCreated, nil)
-		o.Action = Created
+		o.Action, o.fact = Created, factCreated
 		return o
 	case namespaceGone(err):
 		o.Action = Skipped
@@ -333,11 +337,10 @@ func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], 
 // one that is not.
 func classify[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, live, want T, o Outcome) Outcome {
 	if !owns(live) {
-		w.Memo.tell(k.Name, Key(want), factConflict, live)
-		o.Action, o.Err, o.Existing = Conflict, conflictError(k.Name, live), live
+		o.Action, o.Err, o.Existing, o.fact = Conflict, conflictError(k.Name, live), live, factConflict
 		return o
 	}
-	w.Memo.tell(k.Name, Key(want), factNoConflict, nil)
+	o.fact = factNoConflict
 	if k.UpToDate(live, want) {
 		o.Action = Unchanged
 		return o

@@ -70,10 +70,13 @@ const (
 type memoFact int
 
 const (
+	// factNone: nothing was learnt.
+	factNone memoFact = iota
 	// factCached: the cache shows the object; an expectation of it ends.
-	factCached memoFact = iota
+	factCached
 	// factCreated: the engine created it; it is expected until the cache
-	// shows it, for at most ExpectationTTL.
+	// shows it, for at most ExpectationTTL, and a conflict remembered of
+	// its name is forgotten.
 	factCreated
 	// factConflict: a live object someone else made holds the name; it is
 	// remembered.
@@ -129,6 +132,7 @@ func (m *Memo) tell(kind string, key types.NamespacedName, fact memoFact, obj cl
 		m.dropExpectation(k)
 	case factCreated:
 		m.expect(k)
+		delete(m.entries, k)
 	case factConflict:
 		m.entries[k] = memoEntry{obj: obj, at: m.now()}
 	case factNoConflict:
