@@ -110,15 +110,16 @@ type answer struct {
 	refused []engine.Outcome
 	// drop are existing bindings it refused: deleted.
 	drop binding.Set
+	// existing are the instance's bindings by key.
+	existing map[types.NamespacedName]client.Object
 }
 
 // askCeiling asks the ServiceAccount whether it may grant the template's
 // rules of the roles ahead where the wanted bindings grant them, for each
-// binding not already recording them, and returns the bindings to write
-// (existing: the existing bindings by key).
-func (r *Reconciler) askCeiling(ctx context.Context, c *ceiling, p *plan, existing map[types.NamespacedName]client.Object) (answer, error) {
-	grants := ask(c, p.want, existing)
-	v := answer{allowed: p.want}
+// binding not already recording them, and returns the bindings to write.
+func (r *Reconciler) askCeiling(ctx context.Context, c *ceiling, p *plan) (answer, error) {
+	grants, existing := ask(c, p.want, p.existing)
+	v := answer{allowed: p.want, existing: existing}
 	if len(grants) == 0 {
 		return v, nil
 	}
@@ -137,9 +138,10 @@ func (r *Reconciler) askCeiling(ctx context.Context, c *ceiling, p *plan, existi
 }
 
 // ask returns the grants of the wanted bindings of roles ahead that do
-// not already record the role's new rules.
-func ask(c *ceiling, want binding.Set, existing map[types.NamespacedName]client.Object) []binding.Grant {
-	var out []binding.Grant
+// not already record the role's new rules, and the existing bindings by
+// key.
+func ask(c *ceiling, want, have binding.Set) (out []binding.Grant, existing map[types.NamespacedName]client.Object) {
+	existing = have.ByKey()
 	for _, b := range want.Objects() {
 		role := binding.RoleOf(b)
 		if _, ahead := c.ahead[role]; !ahead {
@@ -150,7 +152,7 @@ func ask(c *ceiling, want binding.Set, existing map[types.NamespacedName]client.
 		}
 		out = append(out, binding.Grant{Role: role, Namespace: b.GetNamespace()})
 	}
-	return out
+	return out, existing
 }
 
 // split removes the refused grants from want: a Forbidden outcome each, and
@@ -194,6 +196,6 @@ func refusedRewrites(outcomes []engine.Outcome, want binding.Set, existing map[t
 // allows: those askCeiling refused, and those whose rewrite it was refused
 // (ensured: the outcomes of v's bindings). Write deletes them, as oria,
 // right after the writes.
-func (v answer) beyond(ensured engine.SetOutcome, existing map[types.NamespacedName]client.Object) binding.Set {
-	return v.drop.Plus(refusedRewrites(ensured.All(), v.allowed, existing))
+func (v answer) beyond(ensured engine.SetOutcome) binding.Set {
+	return v.drop.Plus(refusedRewrites(ensured.All(), v.allowed, v.existing))
 }

@@ -38,16 +38,19 @@ func TestAsk(t *testing.T) {
 		ahead: map[string][]rbacv1.PolicyRule{"inline": {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}}
 	want := binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "new"), ceilingRB("b", "inline", "new"), ceilingRB("c", "inline", "new"),
 		ceilingRB("a", "ref", "h")}}
-	existing := binding.Set{RoleBindings: []*rbacv1.RoleBinding{
+	have := binding.Set{RoleBindings: []*rbacv1.RoleBinding{
 		ceilingRB("a", "inline", "new"), // allowed already
 		ceilingRB("b", "inline", "old"), // records the old rules
 		ceilingRB("a", "ref", "old"),    // not ahead: the API server checks it when it is written
-	}}.ByKey()
-	got := ask(c, want, existing)
+	}}
+	got, existing := ask(c, want, have)
 	if d := cmp.Diff([]binding.Grant{{Role: "inline", Namespace: "b"}, {Role: "inline", Namespace: "c"}}, got); d != "" {
 		t.Errorf("ask (-want +got):\n%s", d)
 	}
-	if got := ask(&ceiling{values: c.values}, want, existing); got != nil {
+	if len(existing) != 3 {
+		t.Errorf("ask: %d existing bindings by key, want 3", len(existing))
+	}
+	if got, _ := ask(&ceiling{values: c.values}, want, have); got != nil {
 		t.Errorf("ask with nothing ahead = %v, want nothing", got)
 	}
 }

@@ -241,10 +241,8 @@ func (r *Reconciler) bind(ctx context.Context, si *oriav1alpha1.ScopeInstance, p
 		return nil, nil, nil, err
 	}
 	ans := answer{allowed: p.want}
-	var existing map[types.NamespacedName]client.Object
 	if p.ceiling != nil {
-		existing = p.existing.ByKey()
-		if ans, err = r.askCeiling(ctx, p.ceiling, p, existing); err != nil {
+		if ans, err = r.askCeiling(ctx, p.ceiling, p); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -257,7 +255,7 @@ func (r *Reconciler) bind(ctx context.Context, si *oriav1alpha1.ScopeInstance, p
 	if p.ceiling != nil {
 		// What the ceiling no longer allows goes as soon as it is known,
 		// before anything else is written.
-		revoked = engine.DeleteSet(ctx, r.writer(), ans.beyond(written, existing))
+		revoked = engine.DeleteSet(ctx, r.writer(), ans.beyond(written))
 	}
 	r.latency.Bound(si.Name, append(written.All(), ans.refused...))
 	return written, ans.refused, revoked, nil
