@@ -32,9 +32,26 @@ type SetOutcome []KindOutcome
 func (s SetOutcome) All() []Outcome {
 	var out []Outcome
 	for _, k := range s {
-		out = append(out, k.Outcomes...)
+		switch {
+		case len(k.Outcomes) == 0:
+		case out == nil:
+			// One kind alone (the usual grant): its outcomes as they
+			// are, not copied.
+			out = k.Outcomes[:len(k.Outcomes):len(k.Outcomes)]
+		default:
+			out = append(out, k.Outcomes...)
+		}
 	}
 	return out
+}
+
+// Len counts the outcomes of s.
+func (s SetOutcome) Len() int {
+	n := 0
+	for _, k := range s {
+		n += len(k.Outcomes)
+	}
+	return n
 }
 
 // Plus returns the outcomes of s followed by those of o, kind by kind

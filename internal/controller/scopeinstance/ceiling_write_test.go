@@ -137,3 +137,20 @@ func TestComputeStatusRevoked(t *testing.T) {
 		t.Errorf("bound namespaces (-want +got):\n%s", d)
 	}
 }
+
+// The Events count each kind of binding by its name, the namespaces of a
+// namespaced kind named, one part per kind that changed.
+func TestDescribeChanges(t *testing.T) {
+	outcomes := engine.SetOutcome{
+		{Kind: "RoleBinding", Namespaced: true, Outcomes: []engine.Outcome{
+			{Namespace: "b", Name: "x", Action: engine.Created}, {Namespace: "a", Name: "x", Action: engine.Created},
+			{Namespace: "a", Name: "y", Action: engine.Created}, {Namespace: "c", Name: "x", Action: engine.Unchanged}}},
+		{Kind: "ClusterRoleBinding", Outcomes: []engine.Outcome{{Name: "z", Action: engine.Created}}},
+	}
+	if got, want := describeChanges(engine.Created, outcomes), "3 RoleBinding(s) in 2 namespace(s): a, b and 1 ClusterRoleBinding(s)"; got != want {
+		t.Errorf("describeChanges = %q, want %q", got, want)
+	}
+	if got := describeChanges(engine.Deleted, outcomes); got != "" {
+		t.Errorf("nothing deleted: %q", got)
+	}
+}

@@ -131,10 +131,11 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 		res.published = r.publisher().Publish(ctx, si, p.action == bindAll && p.targets.Cluster, res.bound, clusterOK)
 	}
 	deleted := revoked.Plus(engine.DeleteSet(ctx, r.writer(), p.revoke))
-	res.summary = engine.Summarize(res.ensured, deleted.All(), gate, r.deleteGate(ctx, p.gate, deleted.All()))
-	res.revoked = len(deleted.All())
+	all := deleted.All()
+	res.summary = engine.Summarize(res.ensured, all, gate, r.deleteGate(ctx, p.gate, all))
+	res.revoked = len(all)
 	if p.action == bindAll {
-		res.revoked = len(revoked.All())
+		res.revoked = revoked.Len()
 	}
 	res.conflicts = conflicts(p, res.summary)
 	r.recordWrites(ctx, si, p, res, written, deleted)
