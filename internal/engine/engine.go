@@ -104,9 +104,6 @@ type Outcome struct {
 	// Expected is set on an Unchanged object that the engine created a
 	// moment ago and the cache does not show yet (see ExpectationTTL).
 	Expected bool
-	// fact is what Ensure's write learnt for the Memo, told once it is
-	// done (factNone in every Outcome Ensure returns).
-	fact memoFact
 }
 
 // Writer performs the writes of a reconcile; a controller builds one per

@@ -66,16 +66,16 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 	}
 	w.Engine.Parallel(w.workers(), len(todo), func(j int) {
 		i := todo[j]
+		var fact memoFact
 		if cur, ok := cached[Key(desired[i])]; ok {
-			out[i] = ensureCached(ctx, w, k, cur, desired[i], out[i])
+			out[i], fact = ensureCached(ctx, w, k, cur, desired[i], out[i])
 		} else {
-			out[i] = ensureUncached(ctx, w, k, owns, desired[i], recheck[i], out[i])
+			out[i], fact = ensureUncached(ctx, w, k, owns, desired[i], recheck[i], out[i])
 		}
 		// What the write learnt is told to the Memo here, once (the last
 		// fact learnt: a create also ends a remembered conflict).
-		if out[i].fact != factNone {
-			w.Memo.tell(k.Name, Key(desired[i]), out[i].fact, out[i].Existing)
-			out[i].fact = factNone
+		if fact != factNone {
+			w.Memo.tell(k.Name, Key(desired[i]), fact, out[i].Existing)
 		}
 	})
 	return w.Engine.observe(k.Name, out)
@@ -136,12 +136,13 @@ func (w *Writer) workers() int {
 
 // ensureCached writes oria's object cur, as the cache shows it, into want:
 // recreated when its deletion was requested, else repaired.
-func ensureCached[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, want T, o Outcome) Outcome {
+func ensureCached[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, want T, o Outcome) (Outcome, memoFact) {
+	var fact memoFact
 	if terminating(cur) {
 		return recreate(ctx, w, k, cur, want, o)
 	}
 	o.Action, o.Err = repair(ctx, w, k, cur, want)
-	return o
+	return o, fact
 }
 
 // recreate handles oria's object cur whose deletion someone requested while
@@ -149,15 +150,16 @@ func ensureCached[T client.Object](ctx context.Context, w *Writer, k Kind[T], cu
 // that it goes at once, and want is created again. An object still there
 // (the API server has not finished deleting it) is expected to go: its
 // delete event brings the next reconcile.
-func recreate[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, want T, o Outcome) Outcome {
+func recreate[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, want T, o Outcome) (Outcome, memoFact) {
+	var fact memoFact
 	if err := release(ctx, w.Revoker, cur); err != nil {
 		o.Action, o.Err = Failed, err
-		return o
+		return o, fact
 	}
 	err := w.Client.Create(ctx, want.DeepCopyObject().(client.Object), client.FieldOwner(oriav1alpha1.FieldOwner))
 	switch {
 	case err == nil:
-		o.Action, o.fact = Created, factCreated
+		o.Action, fact = Created, factCreated
 	case apierrors.IsAlreadyExists(err):
 		o.Expected = true
 	case namespaceGone(err):
@@ -165,7 +167,7 @@ func recreate[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, w
 	default:
 		o.Action, o.Err = w.refused(err, "creating %s %s", k.Name, describe(want))
 	}
-	return o
+	return o, fact
 }
 
 // release removes every finalizer of obj, only if it is still the object
@@ -292,17 +294,18 @@ func ApplyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
 // there without oria's labels. A remembered conflict due for a recheck is
 // read first (a read, not a create that would fail); anything else is
 // created, and read only when it exists after all.
-func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, want T, recheck bool, o Outcome) Outcome {
+func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, want T, recheck bool, o Outcome) (Outcome, memoFact) {
+	var fact memoFact
 	key := Key(want)
 	if recheck {
 		live := k.New()
 		err := w.Reader.Get(ctx, key, live)
 		switch {
 		case apierrors.IsNotFound(err):
-			o.fact = factNoConflict
+			fact = factNoConflict
 		case err != nil:
 			o.Action, o.Err = Failed, fmt.Errorf("reading %s %s: %w", k.Name, describe(want), err)
-			return o
+			return o, fact
 		default:
 			return classify(ctx, w, k, owns, live, want, o)
 		}
@@ -310,14 +313,14 @@ func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], 
 	err := w.Client.Create(ctx, want.DeepCopyObject().(client.Object), client.FieldOwner(oriav1alpha1.FieldOwner))
 	switch {
 	case err == nil:
-		o.Action, o.fact = Created, factCreated
-		return o
+		o.Action, fact = Created, factCreated
+		return o, fact
 	case namespaceGone(err):
 		o.Action = Skipped
-		return o
+		return o, fact
 	case !apierrors.IsAlreadyExists(err):
 		o.Action, o.Err = w.refused(err, "creating %s %s", k.Name, describe(want))
-		return o
+		return o, fact
 	}
 	live := k.New()
 	if rerr := w.Reader.Get(ctx, key, live); rerr != nil {
@@ -325,28 +328,29 @@ func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], 
 			// Gone again between the create and the read: the next
 			// reconcile creates it; report the create's answer.
 			o.Action, o.Err = Failed, fmt.Errorf("creating %s %s: %w", k.Name, describe(want), err)
-			return o
+			return o, fact
 		}
 		o.Action, o.Err = Failed, fmt.Errorf("reading existing %s %s: %w", k.Name, describe(want), rerr)
-		return o
+		return o, fact
 	}
 	return classify(ctx, w, k, owns, live, want, o)
 }
 
 // classify repairs a live object that is oria's, or reports and remembers
 // one that is not.
-func classify[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, live, want T, o Outcome) Outcome {
+func classify[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, live, want T, o Outcome) (Outcome, memoFact) {
+	var fact memoFact
 	if !owns(live) {
-		o.Action, o.Err, o.Existing, o.fact = Conflict, conflictError(k.Name, live), live, factConflict
-		return o
+		o.Action, o.Err, o.Existing, fact = Conflict, conflictError(k.Name, live), live, factConflict
+		return o, fact
 	}
-	o.fact = factNoConflict
+	fact = factNoConflict
 	if k.UpToDate(live, want) {
 		o.Action = Unchanged
-		return o
+		return o, fact
 	}
 	o.Action, o.Err = repair(ctx, w, k, live, want)
-	return o
+	return o, fact
 }
 
 // ByKey indexes objects by Key.
