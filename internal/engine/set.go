@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/oria/internal/binding"
@@ -12,6 +13,22 @@ import (
 // or deleted with its Kind, kind after kind in the set's order. A new kind
 // of binding is a field of binding.Set, its Kind (kinds.go) and a line in
 // each function here; its callers only ever name the Set.
+
+// The writer of every kind of a binding.Set, for the ScopeInstance
+// controller, its one caller:
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;clusterrolebindings,verbs=get;list;watch;create;update;patch;delete
+
+// SetKind is one kind of binding a binding.Set holds: an empty object of
+// it (what to watch) and its Kind's name (what the Memo is told of it).
+type SetKind struct {
+	Object client.Object
+	Name   string
+}
+
+// SetKinds returns the kinds of a binding.Set, in its order.
+func SetKinds() []SetKind {
+	return []SetKind{{&rbacv1.RoleBinding{}, RoleBindingKind.Name}, {&rbacv1.ClusterRoleBinding{}, ClusterRoleBindingKind.Name}}
+}
 
 // KindOutcome is the outcomes of the bindings of one kind of a
 // binding.Set, in the set's order.
