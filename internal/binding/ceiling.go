@@ -85,17 +85,3 @@ func BeyondCeiling[T client.Object](existing []T, covered map[types.NamespacedNa
 	}
 	return out
 }
-
-// RoleOfRoleBinding and RoleOfClusterRoleBinding return the ClusterRole a
-// binding oria wrote binds ("" for a Role: oria binds only ClusterRoles).
-func RoleOfRoleBinding(b *rbacv1.RoleBinding) string { return clusterRoleOf(b.RoleRef) }
-
-// RoleOfClusterRoleBinding: see RoleOfRoleBinding.
-func RoleOfClusterRoleBinding(b *rbacv1.ClusterRoleBinding) string { return clusterRoleOf(b.RoleRef) }
-
-func clusterRoleOf(ref rbacv1.RoleRef) string {
-	if ref.Kind != "ClusterRole" {
-		return ""
-	}
-	return ref.Name
-}

@@ -202,3 +202,36 @@ func GateRoles(gate *rbacv1.ClusterRole) []string {
 	}
 	return strings.Split(v, ",")
 }
+
+// HoldGate adds hold to the bindings of s that name its gate (see
+// HoldGate): a gate is bound in namespaces, by RoleBindings.
+func (s Set) HoldGate(hold metav1.OwnerReference) { HoldGate(s.RoleBindings, hold) }
+
+// EmptiedGate returns gate emptied: its seal (ownership.GateSeal) its only
+// rule, without an aggregationRule, the rest as it is (a gate being
+// deleted keeps its finalizer: its name stays held until no binding names
+// it). Its bindings then grant nothing, at once, before they and the gate
+// are deleted. It is nil when gate is nil or already empty.
+func EmptiedGate(gate *rbacv1.ClusterRole) *rbacv1.ClusterRole {
+	if gate == nil {
+		return nil
+	}
+	sealed := []rbacv1.PolicyRule{ownership.GateSeal(gate.Name)}
+	if equality.Semantic.DeepEqual(gate.Rules, sealed) && gate.AggregationRule == nil {
+		return nil
+	}
+	empty := gate.DeepCopy()
+	empty.Rules, empty.AggregationRule = sealed, nil
+	return empty
+}
+
+// EmptiedGates returns the gates that are not empty, and each emptied
+// (EmptiedGate), in order.
+func EmptiedGates(gates []*rbacv1.ClusterRole) (cur, emptied []*rbacv1.ClusterRole) {
+	for _, g := range gates {
+		if e := EmptiedGate(g); e != nil {
+			cur, emptied = append(cur, g), append(emptied, e)
+		}
+	}
+	return cur, emptied
+}

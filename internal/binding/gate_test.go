@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
@@ -200,5 +201,35 @@ func TestHoldGate(t *testing.T) {
 	HoldGate(rbs, hold)
 	for _, rb := range rbs {
 		assert.LessOrEqual(t, len(rb.OwnerReferences), 2, "holding twice adds nothing")
+	}
+}
+
+// EmptiedGate leaves a gate its seal alone, without an aggregationRule,
+// its finalizer kept; an empty gate (and no gate) needs no write.
+func TestEmptiedGate(t *testing.T) {
+	inst := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "inst", UID: "uid"}}
+	sources := []GateSource{{Name: "pod-reader", Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}}
+	filled, empty := GateRole(inst, sources, true), GateRole(inst, sources, false)
+	got := EmptiedGate(filled)
+	if got == nil || !equality.Semantic.DeepEqual(got.Rules, empty.Rules) || got.AggregationRule != nil || len(got.Finalizers) != 1 {
+		t.Fatalf("EmptiedGate(filled) = %+v, want its seal alone, its finalizer kept", got)
+	}
+	if ownership.GateGrants(got) {
+		t.Errorf("an emptied gate grants: %v", got.Rules)
+	}
+	if len(filled.Rules) < 2 {
+		t.Errorf("the filled gate was changed: %v", filled.Rules)
+	}
+	aggregated := empty.DeepCopy()
+	aggregated.AggregationRule = &rbacv1.AggregationRule{}
+	if EmptiedGate(aggregated) == nil {
+		t.Errorf("an aggregationRule is removed")
+	}
+	if EmptiedGate(empty) != nil || EmptiedGate(nil) != nil {
+		t.Errorf("an empty gate, or none, needs no write")
+	}
+	cur, emptied := EmptiedGates([]*rbacv1.ClusterRole{nil, empty, filled})
+	if len(cur) != 1 || cur[0] != filled || len(emptied) != 1 {
+		t.Errorf("EmptiedGates = %v, %v; want the filled gate alone", cur, emptied)
 	}
 }

@@ -225,15 +225,6 @@ func Stale[T client.Object](existing []T, keep map[types.NamespacedName]bool, t 
 	return out
 }
 
-// Objects converts a typed slice to client.Objects.
-func Objects[T client.Object](objs []T) []client.Object {
-	out := make([]client.Object, len(objs))
-	for i, o := range objs {
-		out[i] = o
-	}
-	return out
-}
-
 func key(o client.Object) types.NamespacedName {
 	return types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 }

@@ -15,31 +15,10 @@ import (
 // RoleBindings oria made in their namespace. oria made the object and
 // decides when it goes, so before it deletes one that carries finalizers,
 // and whenever its cache shows one of its objects held in deletion by
-// finalizers, it removes them (release). Nothing oria makes carries a
-// finalizer of oria's own; a gate carries Kubernetes' foregroundDeletion
-// (binding.GateRole), so that the garbage collector, deleting a gate whose
-// instance is gone while no oria runs, holds its name until its bindings
-// are gone. oria deletes a gate only after its bindings, so it removes that
-// finalizer too.
-
-// terminating reports whether obj's deletion was requested.
-func terminating(obj client.Object) bool {
-	return !obj.GetDeletionTimestamp().IsZero()
-}
-
-// release removes every finalizer of obj, only if it is still the object
-// that was read (a JSON patch that tests its UID first). An object already
-// gone is released.
-func release(ctx context.Context, c client.Client, obj client.Object) error {
-	if len(obj.GetFinalizers()) == 0 {
-		return nil
-	}
-	err := jsonPatch(ctx, c, obj.DeepCopyObject().(client.Object), "/metadata/uid", obj.GetUID(), []map[string]any{{"op": "remove", "path": "/metadata/finalizers"}})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing the finalizers %v of %s so that its deletion takes effect: %w", obj.GetFinalizers(), describe(obj), err)
-	}
-	return nil
-}
+// finalizers, it removes them (release, ensure.go). Nothing oria makes carries a
+// finalizer of oria's own; an object that carries Kubernetes'
+// foregroundDeletion (for the garbage collector, while no oria runs) loses
+// it too when oria deletes it.
 
 // Delete deletes objs in parallel, each only if it is still the object
 // that was read (UID precondition); an object already gone, or replaced by

@@ -7,18 +7,19 @@
 //   - RBAC objects oria owns: the extension controller's generated
 //     ClusterRoles, the ScopeTemplate controller's inline ClusterRoles, the
 //     ScopeInstance controller's RoleBindings and ClusterRoleBindings
-//     (Ensure, Delete: ensure.go, delete.go; Kinds in kinds.go), and the
-//     gates a replica that does not lead empties (SealGates: seal.go; with
-//     Delete, the ScopeInstance standby's only writes);
+//     (Ensure, Delete: ensure.go, delete.go; Kinds in kinds.go; a grant's
+//     bindings as one binding.Set: EnsureSet, DeleteSet, set.go), and
+//     ClusterRoles the caller read and rewrites, never creating them
+//     (Rewrite, and PatchTested, a JSON patch tested against the
+//     resourceVersion read: rewrite.go);
 //   - the ScopeTemplates and ScopeInstances compiled from RBACPolicies
 //     (Ensure, Delete; ScopeTemplateKind, ScopeInstanceKind in
 //     oriakinds.go: repaired by an update of the whole spec);
-//   - a publication's fields in objects oria does not own: a
-//     ScopeInstance's key in a ConfigMap, the ConfigMap it creates,
-//     disowns and deletes, and the restart annotation of the workloads it
-//     restarts, each under the publication's own field manager (ApplyKey,
-//     CreateNew, Disown, Withdraw, DeleteUnchanged, ApplyRestart:
-//     shared.go, called by package publish alone);
+//   - fields in objects oria does not own, under a field manager the
+//     caller names, an object created only if none of its name exists, an
+//     owner reference removed, an object deleted only if unchanged
+//     (ApplyFields, ApplyForced, Withdraw, CreateNew, Disown,
+//     DeleteUnchanged: shared.go; package publisher's publication writes);
 //   - the one label oria owns on a bundle-provided ClusterRole in Legacy
 //     mode (Apply: apply.go), and the hand-over of a generated role that
 //     the extension's Helm release adopted (HandOverAll: handover.go);
@@ -51,11 +52,8 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -144,29 +142,6 @@ type Writer struct {
 	Ceiling bool
 }
 
-// refused turns the error of a write that grants into an action.
-func (w *Writer) refused(err error, format string, args ...any) (Action, error) {
-	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
-	if w.Ceiling && apierrors.IsForbidden(err) {
-		return Forbidden, wrapped
-	}
-	return Failed, wrapped
-}
-
-func (w *Writer) recheck() time.Duration {
-	if w.Recheck > 0 {
-		return w.Recheck
-	}
-	return DefaultRecheck
-}
-
-func (w *Writer) workers() int {
-	if w.Workers > 0 {
-		return w.Workers
-	}
-	return DefaultWorkers
-}
-
 // Kind describes one object kind to the engine.
 type Kind[T client.Object] struct {
 	// Name is the kind, for messages.
@@ -184,20 +159,6 @@ type Kind[T client.Object] struct {
 	// express the change: a stale controller reference to drop, a label
 	// someone else added that must go.
 	Merge func(cur, want T) (T, bool)
-}
-
-// Key returns the namespace/name of obj.
-func Key(obj client.Object) types.NamespacedName {
-	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-}
-
-// ByKey indexes objects by Key.
-func ByKey[T client.Object](objs []T) map[types.NamespacedName]T {
-	m := make(map[types.NamespacedName]T, len(objs))
-	for _, o := range objs {
-		m[Key(o)] = o
-	}
-	return m
 }
 
 // Never is the Replace of a kind whose objects have no immutable field.

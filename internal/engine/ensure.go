@@ -2,21 +2,32 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
 
-// The Ensure path, read top to bottom: Ensure sorts each desired object by
-// what oria's cache and the Memo say of it; what needs a write goes to
-// ensureCached (oria's object, drifted or being deleted: repair or
-// recreate) or ensureUncached (create, or read a remembered conflict
-// again); an object found to exist after all is classified (classify):
-// repaired when it is oria's, reported and remembered when it is not.
+// The Ensure path, read top to bottom: every function it calls in this
+// package is below it, in the order it is first called, but for the
+// Memo's one question (Memo.look, memo.go), the Kind's comparisons
+// (kinds.go), the fan-out (Engine.Parallel, parallel.go) and the observer
+// (Engine.observe, parallel.go). Ensure sorts each desired object by what
+// oria's cache and the Memo say of it; what needs a write goes to
+// ensureCached (oria's object, drifted or being deleted: recreate or
+// repair) or ensureUncached (create, or read a remembered conflict again);
+// an object found to exist after all is classified (classify): repaired
+// when it is oria's, reported and remembered when it is not. Delete
+// (delete.go) and Apply (apply.go) use the same leaves.
 
 // Ensure makes every object of desired exist as intended. owns tells an
 // object oria created for this owner from anyone else's; cached holds the
@@ -32,20 +43,18 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 	for i, want := range desired {
 		out[i] = Outcome{Namespace: want.GetNamespace(), Name: want.GetName()}
 		key := Key(want)
-		if cur, ok := cached[key]; ok {
-			w.Memo.tell(k.Name, key, factCached, nil)
-			if !owns(cur) {
-				out[i].Action, out[i].Err, out[i].Existing = Conflict, conflictError(k.Name, cur), cur
-			} else if terminating(cur) || !k.UpToDate(cur, want) {
-				todo = append(todo, i)
-			}
-			continue
-		}
+		cur, inCache := cached[key]
 		// A remembered conflict is trusted for half the recheck interval:
 		// a recheck after the full interval always reads again, whatever
 		// reconciles came between.
-		state, live := w.Memo.ask(k.Name, key, w.recheck()/2)
+		state, live := w.Memo.look(k.Name, key, inCache, w.recheck()/2)
 		switch {
+		case inCache && !owns(cur):
+			out[i].Action, out[i].Err, out[i].Existing = Conflict, conflictError(k.Name, cur), cur
+		case inCache:
+			if terminating(cur) || !k.UpToDate(cur, want) {
+				todo = append(todo, i)
+			}
 		case state == memoExpected || shown(ctx, w, k, owns, key):
 			out[i].Expected = true
 		case state == memoConflict:
@@ -57,13 +66,55 @@ func Ensure[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns fun
 	}
 	w.Engine.Parallel(w.workers(), len(todo), func(j int) {
 		i := todo[j]
+		var fact memoFact
 		if cur, ok := cached[Key(desired[i])]; ok {
-			out[i] = ensureCached(ctx, w, k, cur, desired[i], out[i])
-			return
+			out[i], fact = ensureCached(ctx, w, k, cur, desired[i], out[i])
+		} else {
+			out[i], fact = ensureUncached(ctx, w, k, owns, desired[i], recheck[i], out[i])
 		}
-		out[i] = ensureUncached(ctx, w, k, owns, desired[i], recheck[i], out[i])
+		// What the write learnt is told to the Memo here, once (the last
+		// fact learnt: a create also ends a remembered conflict).
+		if fact != factNone {
+			w.Memo.tell(k.Name, Key(desired[i]), fact, out[i].Existing)
+		}
 	})
 	return w.Engine.observe(k.Name, out)
+}
+
+// Key returns the namespace/name of obj.
+func Key(obj client.Object) types.NamespacedName {
+	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// ConflictError says that an object oria would write exists and is not
+// oria's (for this owner).
+type ConflictError struct {
+	Kind      string
+	Namespace string
+	Name      string
+}
+
+func (e *ConflictError) Error() string {
+	if e.Namespace != "" {
+		return fmt.Sprintf("%s %q in namespace %q exists and was not created by oria for this object", e.Kind, e.Name, e.Namespace)
+	}
+	return fmt.Sprintf("%s %q exists and was not created by oria for this object", e.Kind, e.Name)
+}
+
+func conflictError(kind string, obj client.Object) error {
+	return &ConflictError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// terminating reports whether obj's deletion was requested.
+func terminating(obj client.Object) bool {
+	return !obj.GetDeletionTimestamp().IsZero()
+}
+
+func (w *Writer) recheck() time.Duration {
+	if w.Recheck > 0 {
+		return w.Recheck
+	}
+	return DefaultRecheck
 }
 
 // shown reports whether oria's cache shows key now as an object owns
@@ -76,77 +127,105 @@ func shown[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func
 	return w.Cache.Get(ctx, key, cur) == nil && owns(cur)
 }
 
+func (w *Writer) workers() int {
+	if w.Workers > 0 {
+		return w.Workers
+	}
+	return DefaultWorkers
+}
+
 // ensureCached writes oria's object cur, as the cache shows it, into want:
 // recreated when its deletion was requested, else repaired.
-func ensureCached[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, want T, o Outcome) Outcome {
+func ensureCached[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, want T, o Outcome) (Outcome, memoFact) {
+	var fact memoFact
 	if terminating(cur) {
 		return recreate(ctx, w, k, cur, want, o)
 	}
 	o.Action, o.Err = repair(ctx, w, k, cur, want)
-	return o
+	return o, fact
 }
 
-// ensureUncached handles an object oria's cache does not show: absent, or
-// there without oria's labels. A remembered conflict due for a recheck is
-// read first (a read, not a create that would fail); anything else is
-// created, and read only when it exists after all.
-func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, want T, recheck bool, o Outcome) Outcome {
-	key := Key(want)
-	if recheck {
-		live := k.New()
-		err := w.Reader.Get(ctx, key, live)
-		switch {
-		case apierrors.IsNotFound(err):
-			w.Memo.tell(k.Name, key, factNoConflict, nil)
-		case err != nil:
-			o.Action, o.Err = Failed, fmt.Errorf("reading %s %s: %w", k.Name, describe(want), err)
-			return o
-		default:
-			return classify(ctx, w, k, owns, live, want, o)
-		}
+// recreate handles oria's object cur whose deletion someone requested while
+// it is still intended: its finalizers are removed (release, delete.go), so
+// that it goes at once, and want is created again. An object still there
+// (the API server has not finished deleting it) is expected to go: its
+// delete event brings the next reconcile.
+func recreate[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, want T, o Outcome) (Outcome, memoFact) {
+	var fact memoFact
+	if err := release(ctx, w.Revoker, cur); err != nil {
+		o.Action, o.Err = Failed, err
+		return o, fact
 	}
 	err := w.Client.Create(ctx, want.DeepCopyObject().(client.Object), client.FieldOwner(oriav1alpha1.FieldOwner))
 	switch {
 	case err == nil:
-		w.Memo.tell(k.Name, key, factCreated, nil)
-		o.Action = Created
-		return o
+		o.Action, fact = Created, factCreated
+	case apierrors.IsAlreadyExists(err):
+		o.Expected = true
 	case namespaceGone(err):
 		o.Action = Skipped
-		return o
-	case !apierrors.IsAlreadyExists(err):
+	default:
 		o.Action, o.Err = w.refused(err, "creating %s %s", k.Name, describe(want))
-		return o
 	}
-	live := k.New()
-	if rerr := w.Reader.Get(ctx, key, live); rerr != nil {
-		if apierrors.IsNotFound(rerr) {
-			// Gone again between the create and the read: the next
-			// reconcile creates it; report the create's answer.
-			o.Action, o.Err = Failed, fmt.Errorf("creating %s %s: %w", k.Name, describe(want), err)
-			return o
-		}
-		o.Action, o.Err = Failed, fmt.Errorf("reading existing %s %s: %w", k.Name, describe(want), rerr)
-		return o
-	}
-	return classify(ctx, w, k, owns, live, want, o)
+	return o, fact
 }
 
-// classify repairs a live object that is oria's, or reports and remembers
-// one that is not.
-func classify[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, live, want T, o Outcome) Outcome {
-	if !owns(live) {
-		w.Memo.tell(k.Name, Key(want), factConflict, live)
-		o.Action, o.Err, o.Existing = Conflict, conflictError(k.Name, live), live
-		return o
+// release removes every finalizer of obj, only if it is still the object
+// that was read (a JSON patch that tests its UID first). An object already
+// gone is released.
+func release(ctx context.Context, c client.Client, obj client.Object) error {
+	if len(obj.GetFinalizers()) == 0 {
+		return nil
 	}
-	w.Memo.tell(k.Name, Key(want), factNoConflict, nil)
-	if k.UpToDate(live, want) {
-		o.Action = Unchanged
-		return o
+	err := jsonPatch(ctx, c, obj.DeepCopyObject().(client.Object), "/metadata/uid", obj.GetUID(), []map[string]any{{"op": "remove", "path": "/metadata/finalizers"}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the finalizers %v of %s so that its deletion takes effect: %w", obj.GetFinalizers(), describe(obj), err)
 	}
-	o.Action, o.Err = repair(ctx, w, k, live, want)
-	return o
+	return nil
+}
+
+// jsonPatch patches obj with the JSON patch (RFC 6902) ops, preceded by a
+// test that the value at path is still value: a change made since obj was
+// read fails the patch (a conflict) instead of being overwritten.
+func jsonPatch(ctx context.Context, c client.Client, obj client.Object, path string, value any, ops []map[string]any, opts ...client.PatchOption) error {
+	body, err := json.Marshal(append([]map[string]any{{"op": "test", "path": path, "value": value}}, ops...))
+	if err != nil {
+		return fmt.Errorf("encoding the patch: %w", err)
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body), opts...)
+}
+
+// refused turns the error of a write that grants into an action.
+func (w *Writer) refused(err error, format string, args ...any) (Action, error) {
+	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
+	if w.Ceiling && apierrors.IsForbidden(err) {
+		return Forbidden, wrapped
+	}
+	return Failed, wrapped
+}
+
+func describe(obj client.Object) string {
+	if obj.GetNamespace() != "" {
+		return fmt.Sprintf("%q in namespace %q", obj.GetName(), obj.GetNamespace())
+	}
+	return fmt.Sprintf("%q", obj.GetName())
+}
+
+// namespaceGone reports whether a create failed because its namespace is
+// being deleted or no longer exists: expected while namespaces come and go,
+// and not worth a retry.
+func namespaceGone(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) ||
+		(apierrors.IsNotFound(err) && isNamespaceNotFound(err))
+}
+
+func isNamespaceNotFound(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "namespaces"
 }
 
 // repair turns oria's object cur into want (see the package documentation):
@@ -182,27 +261,103 @@ func repair[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, wan
 	return Updated, nil
 }
 
-// recreate handles oria's object cur whose deletion someone requested while
-// it is still intended: its finalizers are removed (release, delete.go), so
-// that it goes at once, and want is created again. An object still there
-// (the API server has not finished deleting it) is expected to go: its
-// delete event brings the next reconcile.
-func recreate[T client.Object](ctx context.Context, w *Writer, k Kind[T], cur, want T, o Outcome) Outcome {
-	if err := release(ctx, w.Revoker, cur); err != nil {
-		o.Action, o.Err = Failed, err
-		return o
+// ApplyConfiguration returns the server-side apply request for a desired
+// typed object: the object as it serializes, less what the server owns
+// (creationTimestamp, resourceVersion, uid, managedFields, status) and less
+// null fields, which an apply would otherwise claim. The object must carry
+// its apiVersion and kind. This is the one conversion between the typed
+// objects oria's pure functions build and what it applies.
+func ApplyConfiguration(obj client.Object) (runtime.ApplyConfiguration, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, fmt.Errorf("object %q has no apiVersion/kind to apply", obj.GetName())
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %q for apply: %w", obj.GetName(), err)
+	}
+	delete(m, "status")
+	for k, v := range m {
+		if v == nil {
+			delete(m, k)
+		}
+	}
+	if md, ok := m["metadata"].(map[string]any); ok {
+		for _, k := range []string{"creationTimestamp", "resourceVersion", "uid", "managedFields", "generation"} {
+			delete(md, k)
+		}
+	}
+	return client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: m}), nil
+}
+
+// ensureUncached handles an object oria's cache does not show: absent, or
+// there without oria's labels. A remembered conflict due for a recheck is
+// read first (a read, not a create that would fail); anything else is
+// created, and read only when it exists after all.
+func ensureUncached[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, want T, recheck bool, o Outcome) (Outcome, memoFact) {
+	var fact memoFact
+	key := Key(want)
+	if recheck {
+		live := k.New()
+		err := w.Reader.Get(ctx, key, live)
+		switch {
+		case apierrors.IsNotFound(err):
+			fact = factNoConflict
+		case err != nil:
+			o.Action, o.Err = Failed, fmt.Errorf("reading %s %s: %w", k.Name, describe(want), err)
+			return o, fact
+		default:
+			return classify(ctx, w, k, owns, live, want, o)
+		}
 	}
 	err := w.Client.Create(ctx, want.DeepCopyObject().(client.Object), client.FieldOwner(oriav1alpha1.FieldOwner))
 	switch {
 	case err == nil:
-		w.Memo.tell(k.Name, Key(want), factCreated, nil)
-		o.Action = Created
-	case apierrors.IsAlreadyExists(err):
-		o.Expected = true
+		o.Action, fact = Created, factCreated
+		return o, fact
 	case namespaceGone(err):
 		o.Action = Skipped
-	default:
+		return o, fact
+	case !apierrors.IsAlreadyExists(err):
 		o.Action, o.Err = w.refused(err, "creating %s %s", k.Name, describe(want))
+		return o, fact
 	}
-	return o
+	live := k.New()
+	if rerr := w.Reader.Get(ctx, key, live); rerr != nil {
+		if apierrors.IsNotFound(rerr) {
+			// Gone again between the create and the read: the next
+			// reconcile creates it; report the create's answer.
+			o.Action, o.Err = Failed, fmt.Errorf("creating %s %s: %w", k.Name, describe(want), err)
+			return o, fact
+		}
+		o.Action, o.Err = Failed, fmt.Errorf("reading existing %s %s: %w", k.Name, describe(want), rerr)
+		return o, fact
+	}
+	return classify(ctx, w, k, owns, live, want, o)
+}
+
+// classify repairs a live object that is oria's, or reports and remembers
+// one that is not.
+func classify[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, live, want T, o Outcome) (Outcome, memoFact) {
+	var fact memoFact
+	if !owns(live) {
+		o.Action, o.Err, o.Existing, fact = Conflict, conflictError(k.Name, live), live, factConflict
+		return o, fact
+	}
+	fact = factNoConflict
+	if k.UpToDate(live, want) {
+		o.Action = Unchanged
+		return o, fact
+	}
+	o.Action, o.Err = repair(ctx, w, k, live, want)
+	return o, fact
+}
+
+// ByKey indexes objects by Key.
+func ByKey[T client.Object](objs []T) map[types.NamespacedName]T {
+	m := make(map[types.NamespacedName]T, len(objs))
+	for _, o := range objs {
+		m[Key(o)] = o
+	}
+	return m
 }

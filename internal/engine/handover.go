@@ -2,11 +2,9 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -47,15 +45,4 @@ func HandOverAll(ctx context.Context, w *Writer, kind string, items []HandOver) 
 		}
 	})
 	return w.Engine.observe(kind, out)
-}
-
-// jsonPatch patches obj with the JSON patch (RFC 6902) ops, preceded by a
-// test that the value at path is still value: a change made since obj was
-// read fails the patch (a conflict) instead of being overwritten.
-func jsonPatch(ctx context.Context, c client.Client, obj client.Object, path string, value any, ops []map[string]any, opts ...client.PatchOption) error {
-	body, err := json.Marshal(append([]map[string]any{{"op": "test", "path": path, "value": value}}, ops...))
-	if err != nil {
-		return fmt.Errorf("encoding the patch: %w", err)
-	}
-	return c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body), opts...)
 }

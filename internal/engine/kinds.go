@@ -1,13 +1,11 @@
 package engine
 
 import (
-	"context"
 	"maps"
 	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,9 +91,8 @@ func bindingKind[T client.Object](name string, newT func() T, parts func(T) (*rb
 }
 
 // metaUpToDate reports whether cur has want's labels, annotations,
-// controller reference, its other owner references (a binding's hold on
-// its gate, binding.HoldGate) exactly, and its finalizers (a gate's
-// foregroundDeletion).
+// controller reference, its other owner references exactly (one that
+// blocks the deletion of another owner), and its finalizers.
 func metaUpToDate(cur, want metav1.Object) bool {
 	return ownership.HasLabels(cur.GetLabels(), want.GetLabels()) &&
 		ownership.HasLabels(cur.GetAnnotations(), want.GetAnnotations()) &&
@@ -185,14 +182,13 @@ func unwanted(have, want map[string]string, exclusive []string) []string {
 	return out
 }
 
-// GateRoleKind is how the engine writes a gate (binding.GateRole), the
-// ClusterRole a time-bound grant over many namespaces binds: its labels
-// are exactly oria's (a label someone adds could make an aggregated role
-// select it), it has no aggregationRule, and its rules are exactly the
-// desired ones. Every change is one update of the whole role: an apply
-// leaving the rules out would not remove rules the create wrote (another
-// field manager entry), and emptying the gate is what ends the grant.
-func GateRoleKind() Kind[*rbacv1.ClusterRole] {
+// WholeClusterRoleKind is how the engine writes a ClusterRole that must
+// be exactly as oria computes it: its labels are exactly the desired ones
+// (a label someone adds could make an aggregated role select it), it has
+// no aggregationRule, and its rules are exactly the desired ones. Every
+// change is one update of the whole role: an apply leaving the rules out
+// would not remove rules the create wrote (another field manager entry).
+func WholeClusterRoleKind() Kind[*rbacv1.ClusterRole] {
 	return Kind[*rbacv1.ClusterRole]{
 		Name:    "ClusterRole",
 		New:     func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} },
@@ -210,52 +206,4 @@ func GateRoleKind() Kind[*rbacv1.ClusterRole] {
 			return out, true
 		},
 	}
-}
-
-// EmptyGates removes the rules (and any aggregationRule) of the gates, as
-// the caller read them, that have some, all but the seal (ownership.GateSeal:
-// an empty gate is not bindable by everyone): their bindings then grant nothing,
-// at once, before the bindings and the gates themselves are deleted. One
-// update each (GateRoleKind); a gate already empty costs nothing. A gate
-// being deleted is emptied as it is, never recreated (Ensure would remove
-// its finalizers first): the garbage collector deletes a gate whose
-// instance is gone in the foreground, and its foregroundDeletion finalizer
-// holds the name until no binding names it (binding.GateRole).
-func EmptyGates(ctx context.Context, w *Writer, gates []*rbacv1.ClusterRole) []Outcome {
-	var out []Outcome
-	var todo []*rbacv1.ClusterRole
-	for _, g := range gates {
-		if g == nil {
-			continue
-		}
-		sealed := []rbacv1.PolicyRule{ownership.GateSeal(g.Name)}
-		if equality.Semantic.DeepEqual(g.Rules, sealed) && g.AggregationRule == nil {
-			continue
-		}
-		if !ownership.IsManaged(g) {
-			out = append(out, Outcome{Name: g.Name, Action: Conflict, Err: conflictError("ClusterRole", g), Existing: g})
-			continue
-		}
-		todo = append(todo, g)
-	}
-	if len(todo) == 0 {
-		if len(out) == 0 {
-			return nil
-		}
-		return w.Engine.observe("ClusterRole", out)
-	}
-	k := GateRoleKind()
-	emptied := make([]Outcome, len(todo))
-	w.Engine.Parallel(w.workers(), len(todo), func(i int) {
-		g := todo[i]
-		empty := g.DeepCopy()
-		empty.Rules, empty.AggregationRule = []rbacv1.PolicyRule{ownership.GateSeal(g.Name)}, nil
-		emptied[i] = Outcome{Name: g.Name}
-		emptied[i].Action, emptied[i].Err = repair(ctx, w, k, g, empty)
-		if apierrors.IsNotFound(emptied[i].Err) {
-			// Gone: it grants nothing.
-			emptied[i].Action, emptied[i].Err = Unchanged, nil
-		}
-	})
-	return w.Engine.observe(k.Name, append(out, emptied...))
 }

@@ -70,10 +70,13 @@ const (
 type memoFact int
 
 const (
+	// factNone: nothing was learnt.
+	factNone memoFact = iota
 	// factCached: the cache shows the object; an expectation of it ends.
-	factCached memoFact = iota
+	factCached
 	// factCreated: the engine created it; it is expected until the cache
-	// shows it, for at most ExpectationTTL.
+	// shows it, for at most ExpectationTTL, and a conflict remembered of
+	// its name is forgotten.
 	factCreated
 	// factConflict: a live object someone else made holds the name; it is
 	// remembered.
@@ -82,6 +85,17 @@ const (
 	// remembered conflict is forgotten.
 	factNoConflict
 )
+
+// look is what Ensure asks the Memo about one desired object, once:
+// whether oria's cache shows it (inCache: an expectation of it ends, and
+// nothing else is asked), else what is remembered of it (ask).
+func (m *Memo) look(kind string, key types.NamespacedName, inCache bool, trust time.Duration) (memoState, client.Object) {
+	if inCache {
+		m.tell(kind, key, factCached, nil)
+		return memoUnknown, nil
+	}
+	return m.ask(kind, key, trust)
+}
 
 // ask is the one question the engine asks about an object oria's cache
 // does not show: what is remembered of it, a conflict being trusted for
@@ -118,6 +132,7 @@ func (m *Memo) tell(kind string, key types.NamespacedName, fact memoFact, obj cl
 		m.dropExpectation(k)
 	case factCreated:
 		m.expect(k)
+		delete(m.entries, k)
 	case factConflict:
 		m.entries[k] = memoEntry{obj: obj, at: m.now()}
 	case factNoConflict:

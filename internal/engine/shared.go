@@ -14,24 +14,22 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
 
-// Fields in objects oria does not own: a ScopeInstance's key in a
-// ConfigMap and the restart annotation of the workloads it restarts
-// (package publish decides them, and is their one caller), and the
-// ConfigMaps a publication creates (CreateNew), disowns (Disown) and
-// deletes (DeleteUnchanged). Each is applied
-// under a field manager of the writer's own (publish.FieldOwner, one per
-// instance, named with oriav1alpha1.PublicationFieldOwnerPrefix), not
-// oriav1alpha1.FieldOwner: writers of the same ConfigMap or workload then
-// never remove each other's fields. Such writes are not RBAC objects and
-// are not reported to the Engine's observer (oria_writes_total counts RBAC
-// writes).
+// Writes to objects oria does not own, or owns with others: fields
+// applied under a field manager the caller names (ApplyFields,
+// ApplyForced, Withdraw), an object created only if none of its name
+// exists (CreateNew), an owner reference removed (Disown), an object
+// deleted only if unchanged (DeleteUnchanged), one label added (AddLabel).
+// A caller that names its own field manager, not oriav1alpha1.FieldOwner,
+// never removes what another writer of the same object applied. Such
+// writes are not RBAC objects and are not reported to the Engine's
+// observer (oria_writes_total counts RBAC writes).
 
-// ApplyKey server-side applies ac as owner without force: a field another
-// manager holds is a conflict, nothing is written and conflict is true
-// (err is then the API server's answer, for the message). An ac that names
-// the UID of the object read is never created anew: Gone(err) when that
-// object is gone.
-func ApplyKey(ctx context.Context, w *Writer, ac runtime.ApplyConfiguration, owner string) (conflict bool, err error) {
+// ApplyFields server-side applies ac as owner without force: a field
+// another manager holds is a conflict, nothing is written and conflict is
+// true (err is then the API server's answer, for the message). An ac that
+// names the UID of the object read is never created anew: Gone(err) when
+// that object is gone.
+func ApplyFields(ctx context.Context, w *Writer, ac runtime.ApplyConfiguration, owner string) (conflict bool, err error) {
 	err = w.Client.Apply(ctx, ac, client.FieldOwner(owner))
 	return apierrors.IsConflict(err) && apierrors.HasStatusCause(err, metav1.CauseTypeFieldManagerConflict), err
 }
@@ -80,10 +78,9 @@ func Disown(ctx context.Context, w *Writer, obj client.Object, owner types.UID, 
 	return err
 }
 
-// ApplyRestart server-side applies ac as owner, taking over the fields it
-// names (a workload's restart annotation, which kubectl rollout restart
-// also writes).
-func ApplyRestart(ctx context.Context, w *Writer, ac runtime.ApplyConfiguration, owner string) error {
+// ApplyForced server-side applies ac as owner, taking over the fields it
+// names from any other manager.
+func ApplyForced(ctx context.Context, w *Writer, ac runtime.ApplyConfiguration, owner string) error {
 	return w.Client.Apply(ctx, ac, client.FieldOwner(owner), client.ForceOwnership)
 }
 

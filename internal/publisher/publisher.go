@@ -31,8 +31,8 @@ const (
 
 // Publisher carries out a ScopeInstance's publication with the pure parts
 // of this package: it is the one writer of the published ConfigMap keys
-// and of the restarts, and writes them through the engine (engine.ApplyKey,
-// engine.ApplyRestart, engine.Withdraw, engine.CreateNew, engine.Disown,
+// and of the restarts, and writes them through the engine (engine.ApplyFields,
+// engine.ApplyForced, engine.Withdraw, engine.CreateNew, engine.Disown,
 // engine.DeleteUnchanged), as oria itself, never as an instance's
 // ServiceAccount.
 type Publisher struct {
@@ -167,7 +167,7 @@ func (p *Publisher) applyKey(ctx context.Context, si *oriav1alpha1.ScopeInstance
 			return "", nil
 		}
 	}
-	conflict, err := engine.ApplyKey(ctx, p.Writer, publish.ConfigMap(si.Name, ref, value, cm.UID), publish.FieldOwner(si.Name))
+	conflict, err := engine.ApplyFields(ctx, p.Writer, publish.ConfigMap(si.Name, ref, value, cm.UID), publish.FieldOwner(si.Name))
 	if engine.Gone(err) {
 		// Deleted since it was read: its deletion brings si back.
 		return "", nil
@@ -198,7 +198,7 @@ func (p *Publisher) restart(ctx context.Context, instance, namespace string, sel
 			if w.DeletionTimestamp != nil {
 				continue
 			}
-			if err := engine.ApplyRestart(ctx, p.Writer, publish.Restart(kind, namespace, w.Name, hash), publish.FieldOwner(instance)); err != nil {
+			if err := engine.ApplyForced(ctx, p.Writer, publish.Restart(kind, namespace, w.Name, hash), publish.FieldOwner(instance)); err != nil {
 				return nil, fmt.Errorf("restarting %s %s/%s: %w", kind, namespace, w.Name, err)
 			}
 			out = append(out, kind+"/"+w.Name)

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/names"
 	"github.com/operator-framework/oria/internal/ownership"
@@ -27,7 +28,7 @@ import (
 // sweep reaches the last binding) would grant its rules to the bindings'
 // subjects there. So an orphaned gate is
 //
-//   - emptied first (one Update through the engine, engine.GateRoleKind):
+//   - emptied first (one Update through the engine, engine.Rewrite):
 //     its bindings then grant nothing, in every namespace at once, however
 //     long their own deletions take;
 //   - deleted only once no binding oria made for its instance names it
@@ -98,7 +99,8 @@ func (r *Reconciler) waitForBindings(cached *rbacv1.ClusterRole) bool {
 // emptyGate removes every rule of an orphaned gate (live, as just read from
 // the API server); nothing when it has none.
 func (r *Reconciler) emptyGate(ctx context.Context, live *rbacv1.ClusterRole) []engine.Outcome {
-	return engine.EmptyGates(ctx, r.writer(), []*rbacv1.ClusterRole{live})
+	cur, emptied := binding.EmptiedGates([]*rbacv1.ClusterRole{live})
+	return engine.Rewrite(ctx, r.writer(), engine.WholeClusterRoleKind(), func(o client.Object) bool { return ownership.IsManaged(o) }, cur, emptied)
 }
 
 // liveGateBindings is gateBindings as the API server has them: the last

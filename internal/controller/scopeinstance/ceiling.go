@@ -88,19 +88,12 @@ func newCeiling(sa oriav1alpha1.ServiceAccountReference, t *oriav1alpha1.ScopeTe
 // role's.
 func (c *ceiling) annotate(p *plan) {
 	ann := binding.CeilingAnnotations(c.values)
-	covered := map[types.NamespacedName]bool{}
-	for _, b := range p.want.RoleBindings {
-		b.Annotations = ann[b.RoleRef.Name]
-		covered[engine.Key(b)] = true
+	for _, b := range p.want.Objects() {
+		b.SetAnnotations(ann[binding.RoleOf(b)])
 	}
-	for _, b := range p.want.ClusterRoleBindings {
-		b.Annotations = ann[b.RoleRef.Name]
-		covered[engine.Key(b)] = true
-	}
+	covered := p.want.Keys()
 	maps.Copy(covered, p.revoke.Keys())
-	beyond := p.existing.BeyondCeiling(covered, c.values)
-	p.revoke.RoleBindings = append(p.revoke.RoleBindings, beyond.RoleBindings...)
-	p.revoke.ClusterRoleBindings = append(p.revoke.ClusterRoleBindings, beyond.ClusterRoleBindings...)
+	p.revoke = p.revoke.Plus(p.existing.BeyondCeiling(covered, c.values))
 }
 
 // identity is the ServiceAccount as the API server knows it when oria
@@ -113,19 +106,20 @@ func (c *ceiling) identity() subjects.Identity {
 // ahead of what they grant now.
 type answer struct {
 	allowed binding.Set
-	// refusedRBs and refusedCRBs are the Forbidden outcomes of the
-	// bindings it refused.
-	refusedRBs, refusedCRBs []engine.Outcome
+	// refused are the Forbidden outcomes of the bindings it refused.
+	refused []engine.Outcome
 	// drop are existing bindings it refused: deleted.
 	drop binding.Set
+	// existing are the instance's bindings by key.
+	existing map[types.NamespacedName]client.Object
 }
 
 // askCeiling asks the ServiceAccount whether it may grant the template's
 // rules of the roles ahead where the wanted bindings grant them, for each
 // binding not already recording them, and returns the bindings to write.
-func (r *Reconciler) askCeiling(ctx context.Context, c *ceiling, p *plan, rbs map[types.NamespacedName]*rbacv1.RoleBinding, crbs map[types.NamespacedName]*rbacv1.ClusterRoleBinding) (answer, error) {
-	grants := append(ask(c, p.want.RoleBindings, rbs, binding.RoleOfRoleBinding), ask(c, p.want.ClusterRoleBindings, crbs, binding.RoleOfClusterRoleBinding)...)
-	v := answer{allowed: p.want}
+func (r *Reconciler) askCeiling(ctx context.Context, c *ceiling, p *plan) (answer, error) {
+	grants, existing := ask(c, p.want, p.existing)
+	v := answer{allowed: p.want, existing: existing}
 	if len(grants) == 0 {
 		return v, nil
 	}
@@ -139,69 +133,69 @@ func (r *Reconciler) askCeiling(ctx context.Context, c *ceiling, p *plan, rbs ma
 	for _, d := range denials {
 		denied[d.Grant] = d.Message(user.Username) + " (the ScopeTemplate's new rules)"
 	}
-	v.allowed.RoleBindings, v.refusedRBs, v.drop.RoleBindings = split(p.want.RoleBindings, rbs, denied, binding.RoleOfRoleBinding)
-	v.allowed.ClusterRoleBindings, v.refusedCRBs, v.drop.ClusterRoleBindings = split(p.want.ClusterRoleBindings, crbs, denied, binding.RoleOfClusterRoleBinding)
+	v.allowed, v.refused, v.drop = split(p.want, existing, denied)
 	return v, nil
 }
 
 // ask returns the grants of the wanted bindings of roles ahead that do
-// not already record the role's new rules.
-func ask[T client.Object](c *ceiling, want []T, existing map[types.NamespacedName]T, roleOf func(T) string) []binding.Grant {
-	var out []binding.Grant
-	for _, b := range want {
-		role := roleOf(b)
+// not already record the role's new rules, and the existing bindings by
+// key.
+func ask(c *ceiling, want, have binding.Set) (out []binding.Grant, existing map[types.NamespacedName]client.Object) {
+	existing = have.ByKey()
+	for _, b := range want.Objects() {
+		role := binding.RoleOf(b)
 		if _, ahead := c.ahead[role]; !ahead {
 			continue
 		}
-		if cur, ok := existing[engine.Key(b)]; ok && roleOf(cur) == role && binding.Ceiling(cur) == c.values[role] {
+		if cur, ok := existing[engine.Key(b)]; ok && binding.RoleOf(cur) == role && binding.Ceiling(cur) == c.values[role] {
 			continue
 		}
 		out = append(out, binding.Grant{Role: role, Namespace: b.GetNamespace()})
 	}
-	return out
+	return out, existing
 }
 
 // split removes the refused grants from want: a Forbidden outcome each, and
 // the existing binding at its name to delete.
-func split[T client.Object](want []T, existing map[types.NamespacedName]T, denied map[binding.Grant]string, roleOf func(T) string) (keep []T, refused []engine.Outcome, drop []T) {
-	for _, b := range want {
-		msg, no := denied[binding.Grant{Role: roleOf(b), Namespace: b.GetNamespace()}]
+func split(want binding.Set, existing map[types.NamespacedName]client.Object, denied map[binding.Grant]string) (keep binding.Set, refused []engine.Outcome, drop binding.Set) {
+	var dropped []client.Object
+	keep = want.Filter(func(b client.Object) bool {
+		msg, no := denied[binding.Grant{Role: binding.RoleOf(b), Namespace: b.GetNamespace()}]
 		if !no {
-			keep = append(keep, b)
-			continue
+			return true
 		}
 		refused = append(refused, engine.Outcome{Namespace: b.GetNamespace(), Name: b.GetName(), Action: engine.Forbidden, Err: errors.New(msg)})
 		if cur, ok := existing[engine.Key(b)]; ok {
-			drop = append(drop, cur)
+			dropped = append(dropped, cur)
 		}
-	}
-	return keep, refused, drop
+		return false
+	})
+	return keep, refused, binding.SetOf(dropped...)
 }
 
 // refusedRewrites returns the existing bindings whose rewrite the
-// ServiceAccount was refused (outcomes, in want's order) while their record
-// differed from the wanted one: the API server checked the role as it is
-// now and the ServiceAccount may not grant it, so the binding goes.
-func refusedRewrites[T client.Object](outcomes []engine.Outcome, want []T, existing map[types.NamespacedName]T, roleOf func(T) string) []T {
-	var out []T
-	for i, o := range outcomes {
-		if o.Action != engine.Forbidden {
+// ServiceAccount was refused (outcomes, in the order of want's Objects)
+// while their record differed from the wanted one: the API server checked
+// the role as it is now and the ServiceAccount may not grant it, so the
+// binding goes.
+func refusedRewrites(outcomes []engine.Outcome, want binding.Set, existing map[types.NamespacedName]client.Object) binding.Set {
+	var out []client.Object
+	for i, b := range want.Objects() {
+		if outcomes[i].Action != engine.Forbidden {
 			continue
 		}
-		cur, ok := existing[engine.Key(want[i])]
-		if ok && roleOf(cur) == roleOf(want[i]) && binding.Ceiling(cur) != binding.Ceiling(want[i]) {
+		cur, ok := existing[engine.Key(b)]
+		if ok && binding.RoleOf(cur) == binding.RoleOf(b) && binding.Ceiling(cur) != binding.Ceiling(b) {
 			out = append(out, cur)
 		}
 	}
-	return out
+	return binding.SetOf(out...)
 }
 
 // beyond returns the existing bindings the ServiceAccount no longer
 // allows: those askCeiling refused, and those whose rewrite it was refused
 // (ensured: the outcomes of v's bindings). Write deletes them, as oria,
 // right after the writes.
-func (v answer) beyond(ensuredRBs, ensuredCRBs []engine.Outcome,
-	rbs map[types.NamespacedName]*rbacv1.RoleBinding, crbs map[types.NamespacedName]*rbacv1.ClusterRoleBinding) binding.Set {
-	return binding.Set{RoleBindings: append(v.drop.RoleBindings, refusedRewrites(ensuredRBs, v.allowed.RoleBindings, rbs, binding.RoleOfRoleBinding)...),
-		ClusterRoleBindings: append(v.drop.ClusterRoleBindings, refusedRewrites(ensuredCRBs, v.allowed.ClusterRoleBindings, crbs, binding.RoleOfClusterRoleBinding)...)}
+func (v answer) beyond(ensured engine.SetOutcome) binding.Set {
+	return v.drop.Plus(refusedRewrites(ensured.All(), v.allowed, v.existing))
 }

@@ -36,18 +36,21 @@ func keys(bs []*rbacv1.RoleBinding) []string {
 func TestAsk(t *testing.T) {
 	c := &ceiling{values: map[string]string{"inline": "new", "ref": "h"},
 		ahead: map[string][]rbacv1.PolicyRule{"inline": {{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}}
-	want := []*rbacv1.RoleBinding{ceilingRB("a", "inline", "new"), ceilingRB("b", "inline", "new"), ceilingRB("c", "inline", "new"),
-		ceilingRB("a", "ref", "h")}
-	existing := engine.ByKey([]*rbacv1.RoleBinding{
+	want := binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "new"), ceilingRB("b", "inline", "new"), ceilingRB("c", "inline", "new"),
+		ceilingRB("a", "ref", "h")}}
+	have := binding.Set{RoleBindings: []*rbacv1.RoleBinding{
 		ceilingRB("a", "inline", "new"), // allowed already
 		ceilingRB("b", "inline", "old"), // records the old rules
 		ceilingRB("a", "ref", "old"),    // not ahead: the API server checks it when it is written
-	})
-	got := ask(c, want, existing, binding.RoleOfRoleBinding)
+	}}
+	got, existing := ask(c, want, have)
 	if d := cmp.Diff([]binding.Grant{{Role: "inline", Namespace: "b"}, {Role: "inline", Namespace: "c"}}, got); d != "" {
 		t.Errorf("ask (-want +got):\n%s", d)
 	}
-	if got := ask(&ceiling{values: c.values}, want, existing, binding.RoleOfRoleBinding); got != nil {
+	if len(existing) != 3 {
+		t.Errorf("ask: %d existing bindings by key, want 3", len(existing))
+	}
+	if got, _ := ask(&ceiling{values: c.values}, want, have); got != nil {
 		t.Errorf("ask with nothing ahead = %v, want nothing", got)
 	}
 }
@@ -55,11 +58,11 @@ func TestAsk(t *testing.T) {
 // A refused grant is not written, reported Forbidden, and its existing
 // binding deleted; the others are written.
 func TestSplit(t *testing.T) {
-	want := []*rbacv1.RoleBinding{ceilingRB("a", "inline", "new"), ceilingRB("b", "inline", "new"), ceilingRB("c", "inline", "new")}
-	existing := engine.ByKey([]*rbacv1.RoleBinding{ceilingRB("a", "inline", "old"), ceilingRB("b", "inline", "old")})
+	want := binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "new"), ceilingRB("b", "inline", "new"), ceilingRB("c", "inline", "new")}}
+	existing := binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "inline", "old"), ceilingRB("b", "inline", "old")}}.ByKey()
 	denied := map[binding.Grant]string{{Role: "inline", Namespace: "b"}: "no secrets in b", {Role: "inline", Namespace: "c"}: "no secrets in c"}
-	keep, refused, drop := split(want, existing, denied, binding.RoleOfRoleBinding)
-	if d := cmp.Diff([]string{"a/b-inline@new"}, keys(keep)); d != "" {
+	keep, refused, drop := split(want, existing, denied)
+	if d := cmp.Diff([]string{"a/b-inline@new"}, keys(keep.RoleBindings)); d != "" {
 		t.Errorf("kept (-want +got):\n%s", d)
 	}
 	var gotRefused []string
@@ -72,7 +75,7 @@ func TestSplit(t *testing.T) {
 	if d := cmp.Diff([]string{"b/b-inline: no secrets in b", "c/b-inline: no secrets in c"}, gotRefused); d != "" {
 		t.Errorf("refused (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]string{"b/b-inline@old"}, keys(drop)); d != "" {
+	if d := cmp.Diff([]string{"b/b-inline@old"}, keys(drop.RoleBindings)); d != "" {
 		t.Errorf("dropped (-want +got):\n%s", d)
 	}
 }
@@ -81,12 +84,12 @@ func TestSplit(t *testing.T) {
 // its record differs from the intended one: then the role changed since
 // the ServiceAccount last allowed it.
 func TestRefusedRewrites(t *testing.T) {
-	want := []*rbacv1.RoleBinding{ceilingRB("a", "ref", "h2"), ceilingRB("b", "ref", "h2"), ceilingRB("c", "ref", "h2"), ceilingRB("d", "ref", "h2")}
-	existing := engine.ByKey([]*rbacv1.RoleBinding{
+	want := binding.Set{RoleBindings: []*rbacv1.RoleBinding{ceilingRB("a", "ref", "h2"), ceilingRB("b", "ref", "h2"), ceilingRB("c", "ref", "h2"), ceilingRB("d", "ref", "h2")}}
+	existing := binding.Set{RoleBindings: []*rbacv1.RoleBinding{
 		ceilingRB("a", "ref", "h1"), // role changed, rewrite refused: goes
 		ceilingRB("b", "ref", "h2"), // allowed; refused for another reason (subjects): stays
 		ceilingRB("c", "ref", "h1"), // role changed, rewrite allowed
-	})
+	}}.ByKey()
 	forbidden := errors.New("forbidden")
 	outcomes := []engine.Outcome{
 		{Namespace: "a", Name: "b-ref", Action: engine.Forbidden, Err: forbidden},
@@ -94,7 +97,7 @@ func TestRefusedRewrites(t *testing.T) {
 		{Namespace: "c", Name: "b-ref", Action: engine.Updated},
 		{Namespace: "d", Name: "b-ref", Action: engine.Forbidden, Err: forbidden}, // a create: nothing to delete
 	}
-	if d := cmp.Diff([]string{"a/b-ref@h1"}, keys(refusedRewrites(outcomes, want, existing, binding.RoleOfRoleBinding))); d != "" {
+	if d := cmp.Diff([]string{"a/b-ref@h1"}, keys(refusedRewrites(outcomes, want, existing).RoleBindings)); d != "" {
 		t.Errorf("refusedRewrites (-want +got):\n%s", d)
 	}
 }
@@ -132,5 +135,22 @@ func TestComputeStatusRevoked(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"a"}, st.BoundNamespaces); d != "" {
 		t.Errorf("bound namespaces (-want +got):\n%s", d)
+	}
+}
+
+// The Events count each kind of binding by its name, the namespaces of a
+// namespaced kind named, one part per kind that changed.
+func TestDescribeChanges(t *testing.T) {
+	outcomes := engine.SetOutcome{
+		{Kind: "RoleBinding", Namespaced: true, Outcomes: []engine.Outcome{
+			{Namespace: "b", Name: "x", Action: engine.Created}, {Namespace: "a", Name: "x", Action: engine.Created},
+			{Namespace: "a", Name: "y", Action: engine.Created}, {Namespace: "c", Name: "x", Action: engine.Unchanged}}},
+		{Kind: "ClusterRoleBinding", Outcomes: []engine.Outcome{{Name: "z", Action: engine.Created}}},
+	}
+	if got, want := describeChanges(engine.Created, outcomes), "3 RoleBinding(s) in 2 namespace(s): a, b and 1 ClusterRoleBinding(s)"; got != want {
+		t.Errorf("describeChanges = %q, want %q", got, want)
+	}
+	if got := describeChanges(engine.Deleted, outcomes); got != "" {
+		t.Errorf("nothing deleted: %q", got)
 	}
 }

@@ -216,13 +216,13 @@ func SetupWithManager(mgr ctrl.Manager, d Deps, o Options) error {
 	if err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&oriav1alpha1.ScopeInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&rbacv1.RoleBinding{}, watch.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
-			r.Memo.Of(engine.RoleBindingKind.Name))).
-		Watches(&rbacv1.ClusterRoleBinding{}, watch.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance,
-			r.Memo.Of(engine.ClusterRoleBindingKind.Name))).
+		For(&oriav1alpha1.ScopeInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	for _, k := range engine.SetKinds() { // the bindings, every kind of a binding.Set
+		b = b.Watches(k.Object, watch.EnqueueController(oriav1alpha1.GroupVersion.Group, ownership.KindScopeInstance, r.Memo.Of(k.Name)))
+	}
+	return b.
 		// The watches of templates, their roles and namespaces map to
 		// instances that exist, each enqueued by its own add: their initial
 		// lists are skipped (watch.SkipInitialList; the namespace handler
@@ -305,7 +305,6 @@ func (r *Reconciler) instancesOf(ctx context.Context, template string) []reconci
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopeinstances/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopeinstances/finalizers,verbs=update
 // +kubebuilder:rbac:groups=oria.operatorframework.io,resources=scopetemplates,verbs=get;list;watch
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;clusterrolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=get;list;watch;bind
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;impersonate
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch

@@ -156,11 +156,7 @@ func decideBind(g gathered, p *plan) {
 		}
 	}
 	subj := t.Spec.BindingTemplate.Subjects
-	if p.targets.Cluster {
-		p.want.ClusterRoleBindings = binding.ClusterRoleBindings(si, t.Name, p.roles, subj)
-	} else {
-		p.want.RoleBindings = binding.RoleBindings(si, t.Name, p.roles, subj, p.targets.Namespaces)
-	}
+	p.want = binding.Bindings(si, t.Name, p.roles, subj, p.targets)
 	switch {
 	case binding.Gated(si.Spec):
 		decideGate(g, p)
@@ -169,7 +165,7 @@ func decideBind(g gathered, p *plan) {
 		// then its own are deleted, then the gate.
 		p.gate = gatePlan{op: gateDelete, cur: g.gate}
 	}
-	p.withholdAhead()
+	p.deferAhead()
 	keep := binding.Keep(si.Name, p.want.Objects(), p.targets, p.pending)
 	p.revoke = p.existing.Stale(keep, p.targets)
 	if sa := si.Spec.ServiceAccount; sa != nil {
@@ -190,7 +186,7 @@ func decideGate(g gathered, p *plan) {
 	p.pending, p.ahead = nil, nil
 	p.gate = gatePlan{cur: g.gate, conflict: g.squat}
 	if g.squat != "" {
-		p.want.RoleBindings = nil
+		p.want = binding.Set{}
 		return
 	}
 	sources, _ := binding.GateSources(g.template, p.roles, func(name string) ([]rbacv1.PolicyRule, error) {
@@ -209,7 +205,7 @@ func decideGate(g gathered, p *plan) {
 	default:
 		p.gate.op = gateFill
 	}
-	p.want.RoleBindings = binding.RoleBindings(g.si, g.template.Name, []string{p.gate.want.Name}, g.template.Spec.BindingTemplate.Subjects, p.targets.Namespaces)
+	p.want = binding.Bindings(g.si, g.template.Name, []string{p.gate.want.Name}, g.template.Spec.BindingTemplate.Subjects, p.targets)
 }
 
 // decideRevokeOnly decides what an instance with a spec error revokes: it
@@ -278,18 +274,7 @@ func beyondCeiling(g gathered) binding.Set {
 		}
 		return v != "" && v != binding.CeilingAbsent && binding.Ceiling(b) != v
 	}
-	var out binding.Set
-	for _, b := range g.existing.RoleBindings {
-		if beyond(b, binding.RoleOfRoleBinding(b)) {
-			out.RoleBindings = append(out.RoleBindings, b)
-		}
-	}
-	for _, b := range g.existing.ClusterRoleBindings {
-		if beyond(b, binding.RoleOfClusterRoleBinding(b)) {
-			out.ClusterRoleBindings = append(out.ClusterRoleBindings, b)
-		}
-	}
-	return out
+	return g.existing.Filter(func(b client.Object) bool { return beyond(b, binding.RoleOf(b)) })
 }
 
 // binds reports whether a reconcile of spec at phase binds: inside the

@@ -26,13 +26,13 @@ type decided struct {
 	Revoke   []string
 	Pending  []string
 	Ahead    []string
-	Withheld int
+	Deferred int
 	Pins     map[string]string
 }
 
 func decidedOf(p *plan) decided {
 	d := decided{Action: p.action, Gate: p.gate.op, Filled: p.gate.filled(), Conflict: p.gate.conflict != "", Want: bindingKeys(p.want), Revoke: bindingKeys(p.revoke),
-		Pending: p.pending, Ahead: p.ahead, Withheld: p.withheld, Pins: p.pins}
+		Pending: p.pending, Ahead: p.ahead, Deferred: p.deferred, Pins: p.pins}
 	if p.specErr != nil {
 		d.SpecErr = p.specErr.Reason
 	}
@@ -120,7 +120,7 @@ func TestDecide(t *testing.T) {
 		name: "an inline role whose rules lag: no new binding of it, the existing one kept",
 		g: gathered{si: listed, namespaces: nss, template: inlineTmpl, inline: map[string]inlineRole{"t-inline": {state: roleReady}},
 			existing: binding.Set{RoleBindings: rbs(listed, "t-inline", "a")}},
-		want: decided{Action: bindAll, Want: []string{"a>t-inline", "a>view", "b>view"}, Ahead: []string{"t-inline"}, Withheld: 1,
+		want: decided{Action: bindAll, Want: []string{"a>t-inline", "a>view", "b>view"}, Ahead: []string{"t-inline"}, Deferred: 1,
 			Pins: map[string]string{"a": "uid-a", "b": "uid-b"}},
 	}, {
 		name: "gated, no gate yet: created first, filled inside the window",

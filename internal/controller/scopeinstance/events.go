@@ -36,70 +36,41 @@ const (
 // (AccessGranted, AccessExpiring, AccessExpired): what each reconcile owes,
 // recorded once per window (recordWindow).
 
-// recordWrites records the Events of what Write did: the bindings created,
+// recordWrites records the Events of what Write did (written: the
+// bindings ensured, deleted: those deleted): the bindings created,
 // updated, replaced and deleted, the conflicts, and the window's Event,
 // which, outside the window, stands for the deletions.
-func (r *Reconciler) recordWrites(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan, res result, rbs, crbs, delRBs, delCRBs []engine.Outcome) {
+func (r *Reconciler) recordWrites(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan, res result, written, deleted engine.SetOutcome) {
 	switch p.action {
 	case bindAll:
-		r.recordEvents(si, rbs, crbs, delRBs, delCRBs, res.conflicts)
+		r.recordEvents(si, written, deleted, res.conflicts)
 		r.recordWindow(ctx, si, p, res)
 	case revokeAll:
 		if !r.recordWindow(ctx, si, p, res) {
-			r.recordEvents(si, nil, nil, delRBs, delCRBs, nil)
+			r.recordEvents(si, nil, deleted, nil)
 		}
 	case revokeOnly:
-		r.recordEvents(si, nil, nil, delRBs, delCRBs, nil)
+		r.recordEvents(si, nil, deleted, nil)
 	}
 }
 
 // recordEvents emits one Event per kind of change with counts (naming the
 // first namespaces), never one per namespace.
-func (r *Reconciler) recordEvents(si *oriav1alpha1.ScopeInstance, rbs, crbs, delRBs, delCRBs []engine.Outcome, conflicts []string) {
-	count := func(action engine.Action, lists ...[]engine.Outcome) (n int, nss map[string]bool) {
-		nss = map[string]bool{}
-		for _, l := range lists {
-			for _, o := range l {
-				if o.Action == action {
-					n++
-					if o.Namespace != "" {
-						nss[o.Namespace] = true
-					}
-				}
-			}
-		}
-		return n, nss
-	}
-	describe := func(nRB int, nss map[string]bool, nCRB int) string {
-		var parts []string
-		if nRB > 0 {
-			// The namespaces are named (the first few): two changes in
-			// different namespaces are two events, not one counted twice.
-			names := slices.Sorted(maps.Keys(nss))
-			parts = append(parts, fmt.Sprintf("%d RoleBinding(s) in %d namespace(s): %s", nRB, len(nss), status.Enumerate(names, 5)))
-		}
-		if nCRB > 0 {
-			parts = append(parts, fmt.Sprintf("%d ClusterRoleBinding(s)", nCRB))
-		}
-		return strings.Join(parts, " and ")
-	}
+func (r *Reconciler) recordEvents(si *oriav1alpha1.ScopeInstance, written, deleted engine.SetOutcome, conflicts []string) {
 	for _, e := range []struct {
-		action engine.Action
-		reason string
-		verb   string
-		past   string
-		rb     []engine.Outcome
-		crb    []engine.Outcome
+		action   engine.Action
+		reason   string
+		verb     string
+		past     string
+		outcomes engine.SetOutcome
 	}{
-		{engine.Created, EventBindingsCreated, "Create", "created", rbs, crbs},
-		{engine.Updated, EventBindingsUpdated, "Update", "updated", rbs, crbs},
-		{engine.Replaced, EventBindingsReplaced, "Replace", "replaced (roleRef changed)", rbs, crbs},
-		{engine.Deleted, EventBindingsDeleted, "Delete", "deleted", delRBs, delCRBs},
+		{engine.Created, EventBindingsCreated, "Create", "created", written},
+		{engine.Updated, EventBindingsUpdated, "Update", "updated", written},
+		{engine.Replaced, EventBindingsReplaced, "Replace", "replaced (roleRef changed)", written},
+		{engine.Deleted, EventBindingsDeleted, "Delete", "deleted", deleted},
 	} {
-		nRB, nss := count(e.action, e.rb)
-		nCRB, _ := count(e.action, e.crb)
-		if nRB+nCRB > 0 {
-			r.Recorder.Eventf(si, nil, corev1.EventTypeNormal, e.reason, e.verb, "%s %s", e.past, describe(nRB, nss, nCRB))
+		if d := describeChanges(e.action, e.outcomes); d != "" {
+			r.Recorder.Eventf(si, nil, corev1.EventTypeNormal, e.reason, e.verb, "%s %s", e.past, d)
 		}
 	}
 	// A conflict is news when the instance was not already reporting it;
@@ -107,6 +78,32 @@ func (r *Reconciler) recordEvents(si *oriav1alpha1.ScopeInstance, rbs, crbs, del
 	if prev := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady); len(conflicts) > 0 && (prev == nil || prev.Reason != oriav1alpha1.ReasonConflict) {
 		r.Recorder.Eventf(si, nil, corev1.EventTypeWarning, EventConflict, "Create", "%s; left unchanged", status.Enumerate(conflicts, 5))
 	}
+}
+
+// describeChanges counts the bindings of each kind whose outcome is
+// action, naming the namespaces of a namespaced kind (the first few): two
+// changes in different namespaces are two events, not one counted twice.
+// It is "" when there are none.
+func describeChanges(action engine.Action, outcomes engine.SetOutcome) string {
+	var parts []string
+	for _, k := range outcomes {
+		n, nss := 0, map[string]bool{}
+		for _, o := range k.Outcomes {
+			if o.Action == action {
+				n++
+				nss[o.Namespace] = true
+			}
+		}
+		switch {
+		case n == 0:
+		case k.Namespaced:
+			names := slices.Sorted(maps.Keys(nss))
+			parts = append(parts, fmt.Sprintf("%d %s(s) in %d namespace(s): %s", n, k.Kind, len(nss), status.Enumerate(names, 5)))
+		default:
+			parts = append(parts, fmt.Sprintf("%d %s(s)", n, k.Kind))
+		}
+	}
+	return strings.Join(parts, " and ")
 }
 
 // windowEvent returns the reason of the Event a reconcile of a time-bound

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
@@ -89,10 +90,10 @@ type plan struct {
 	// conflicted inline roles whose name a foreign ClusterRole holds.
 	conflicted []string
 	// ahead are inline roles in place whose rules are not (yet) the
-	// template's: no new binding of them is made (withholdAhead), existing
-	// ones stay; withheld counts the bindings not made.
+	// template's: no new binding of them is made (deferAhead), existing
+	// ones stay; deferred counts the bindings not made yet.
 	ahead    []string
-	withheld int
+	deferred int
 	targets  binding.Targets
 
 	// want are the bindings to write (bindAll), existing the instance's
@@ -135,24 +136,20 @@ func (p *plan) serviceAccountMissing() bool {
 	return p.specErr != nil && p.specErr.Reason == oriav1alpha1.ReasonServiceAccountNotFound
 }
 
-// withholdAhead drops from the wanted bindings those of roles ahead (an
+// deferAhead drops from the wanted bindings those of roles ahead (an
 // inline role whose rules are not yet its template's) that do not exist:
-// a new binding is made only against the rules the guard checked for it.
+// a new binding is made only against the rules the guard checked for it,
+// so those are deferred until the role holds them.
 // Existing ones stay wanted (kept, and, for an instance with a ceiling,
 // checked again by the ceiling for the new rules).
-func (p *plan) withholdAhead() {
+func (p *plan) deferAhead() {
 	if len(p.ahead) == 0 {
 		return
 	}
-	rbs, crbs := engine.ByKey(p.existing.RoleBindings), engine.ByKey(p.existing.ClusterRoleBindings)
+	existing := p.existing.Keys()
 	n := p.want.Len()
-	p.want.RoleBindings = slices.DeleteFunc(p.want.RoleBindings, func(b *rbacv1.RoleBinding) bool {
-		_, ok := rbs[engine.Key(b)]
-		return !ok && slices.Contains(p.ahead, binding.RoleOfRoleBinding(b))
+	p.want = p.want.Filter(func(b client.Object) bool {
+		return existing[engine.Key(b)] || !slices.Contains(p.ahead, binding.RoleOf(b))
 	})
-	p.want.ClusterRoleBindings = slices.DeleteFunc(p.want.ClusterRoleBindings, func(b *rbacv1.ClusterRoleBinding) bool {
-		_, ok := crbs[engine.Key(b)]
-		return !ok && slices.Contains(p.ahead, binding.RoleOfClusterRoleBinding(b))
-	})
-	p.withheld = n - p.want.Len()
+	p.deferred = n - p.want.Len()
 }

@@ -47,7 +47,7 @@ func TestPublicationNeverRecreatesAConfigMap(t *testing.T) {
 	assert.True(t, gone, "the ConfigMap read is gone")
 	assert.True(t, absent(), "the withdrawal created the ConfigMap again")
 
-	conflict, err := engine.ApplyKey(ctx, w, publish.ConfigMap(instance, ref, op, read.UID), publish.FieldOwner(instance))
+	conflict, err := engine.ApplyFields(ctx, w, publish.ConfigMap(instance, ref, op, read.UID), publish.FieldOwner(instance))
 	assert.False(t, conflict, "a deleted ConfigMap is no conflict over a key")
 	assert.True(t, engine.Gone(err), "the write of a key into a deleted ConfigMap: %v", err)
 	assert.True(t, absent(), "the write of a key created the ConfigMap again")
@@ -59,7 +59,7 @@ func TestPublicationNeverRecreatesAConfigMap(t *testing.T) {
 	gone, err = engine.Withdraw(ctx, w, publish.Withdrawal(op, ref.Name, read.UID), publish.FieldOwner(instance))
 	require.NoError(t, err)
 	assert.True(t, gone, "the ConfigMap read is gone, replaced by another")
-	_, err = engine.ApplyKey(ctx, w, publish.ConfigMap(instance, ref, op, read.UID), publish.FieldOwner(instance))
+	_, err = engine.ApplyFields(ctx, w, publish.ConfigMap(instance, ref, op, read.UID), publish.FieldOwner(instance))
 	assert.True(t, engine.Gone(err), "the write of a key into a replaced ConfigMap: %v", err)
 	after := get(t, ref.Name, op, &corev1.ConfigMap{})
 	assert.Equal(t, other.UID, after.UID)
@@ -68,7 +68,7 @@ func TestPublicationNeverRecreatesAConfigMap(t *testing.T) {
 
 	// The ConfigMap as read, still there: the withdrawal takes the
 	// instance's fields away, and the key is written.
-	_, err = engine.ApplyKey(ctx, w, publish.ConfigMap(instance, ref, op, other.UID), publish.FieldOwner(instance))
+	_, err = engine.ApplyFields(ctx, w, publish.ConfigMap(instance, ref, op, other.UID), publish.FieldOwner(instance))
 	require.NoError(t, err)
 	assert.Equal(t, op, get(t, ref.Name, op, &corev1.ConfigMap{}).Data[ref.KeyOrDefault()])
 	gone, err = engine.Withdraw(ctx, w, publish.Withdrawal(op, ref.Name, other.UID), publish.FieldOwner(instance))

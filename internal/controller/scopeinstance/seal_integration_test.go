@@ -12,12 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/controller/scopeinstance"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/ownership"
 	"github.com/operator-framework/oria/internal/testutil"
 )
 
-// The standby's write (engine.SealGates), against the API server: a gate
+// The standby's write (scopeinstance.SealGates), against the API server: a gate
 // is emptied to its seal only as its writer last saw it, under oria's field
 // manager; a gate changed meanwhile is left alone; a gate deleted meanwhile
 // is never created again (a server-side apply would). The role is not tied
@@ -36,13 +37,13 @@ func TestSealGates(t *testing.T) {
 	changed := seen.DeepCopy()
 	changed.Labels = map[string]string{"changed": "meanwhile"}
 	require.NoError(t, k8sClient.Update(ctx, changed))
-	out := engine.SealGates(ctx, w, []*rbacv1.ClusterRole{seen})
+	out := scopeinstance.SealGates(ctx, w, []*rbacv1.ClusterRole{seen})
 	require.Len(t, out, 1)
 	assert.Equal(t, engine.Failed, out[0].Action, "a gate changed since it was seen is left alone")
 	assert.Len(t, get(t, name, "", &rbacv1.ClusterRole{}).Rules, 1+len(podRules), "its rules are as they were")
 
 	seen = get(t, name, "", &rbacv1.ClusterRole{})
-	out = engine.SealGates(ctx, w, []*rbacv1.ClusterRole{seen})
+	out = scopeinstance.SealGates(ctx, w, []*rbacv1.ClusterRole{seen})
 	require.Len(t, out, 1)
 	assert.Equal(t, engine.Updated, out[0].Action, "%v", out[0].Err)
 	live := get(t, name, "", &rbacv1.ClusterRole{})
@@ -54,10 +55,10 @@ func TestSealGates(t *testing.T) {
 		managers = append(managers, m.Manager)
 	}
 	assert.Contains(t, managers, oriav1alpha1.FieldOwner, "written under oria's field manager")
-	assert.Empty(t, engine.SealGates(ctx, w, []*rbacv1.ClusterRole{live}), "an empty gate costs nothing")
+	assert.Empty(t, scopeinstance.SealGates(ctx, w, []*rbacv1.ClusterRole{live}), "an empty gate costs nothing")
 
 	require.NoError(t, k8sClient.Delete(ctx, live))
-	out = engine.SealGates(ctx, w, []*rbacv1.ClusterRole{seen})
+	out = scopeinstance.SealGates(ctx, w, []*rbacv1.ClusterRole{seen})
 	require.Len(t, out, 1)
 	assert.Equal(t, engine.Unchanged, out[0].Action, "a gate gone is emptied: %v", out[0].Err)
 	assert.True(t, apierrors.IsNotFound(k8sClient.Get(ctx, key, &rbacv1.ClusterRole{})), "and is not created again")

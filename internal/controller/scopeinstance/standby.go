@@ -32,7 +32,7 @@ import (
 // server's copy of the instance agrees that its window is closed, it ends
 // that access:
 //
-//   - a gate that holds rules is emptied (engine.SealGates: a JSON patch
+//   - a gate that holds rules is emptied (sealGates: a JSON patch
 //     tested against the resourceVersion its cache showed, so it never
 //     creates a gate and never overwrites a change it did not see);
 //   - every binding of the instance that grants is deleted
@@ -206,12 +206,12 @@ func (s *Standby) revoke(ctx context.Context, name string) (again bool, err erro
 		s.set(name, s.lookAt(si)) // looked early (a clock step); not due yet
 		return false, nil
 	}
-	gate, rbs, crbs, err := s.cached(ctx, si)
+	gate, bindings, err := s.cached(ctx, si)
 	if err != nil {
 		return true, err
 	}
-	gate, rbs, crbs = standbyGrants(si, gate, rbs, crbs)
-	if gate == nil && len(rbs)+len(crbs) == 0 {
+	gate, bindings = standbyGrants(si, gate, bindings)
+	if gate == nil && bindings.Len() == 0 {
 		return false, nil
 	}
 	// The API server's copy decides: a window widened again (admitted as
@@ -226,33 +226,57 @@ func (s *Standby) revoke(ctx context.Context, name string) (again bool, err erro
 	w := &engine.Writer{Client: s.deps.Client, Revoker: s.deps.Client, Engine: s.deps.Engine}
 	var sealed []engine.Outcome
 	if gate != nil {
-		sealed = engine.SealGates(ctx, w, []*rbacv1.ClusterRole{gate})
+		sealed = sealGates(ctx, w, []*rbacv1.ClusterRole{gate})
 	}
-	sum := engine.Summarize(sealed, engine.Delete(ctx, w, engine.RoleBindingKind.Name, rbs), engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, crbs))
+	sum := engine.Summarize(sealed, engine.DeleteSet(ctx, w, bindings).All())
 	ctrl.LoggerFrom(ctx).Info("ended the access of a closed window as a standby replica (the leader finishes the rest)",
 		"window", binding.InstanceWindow(live.Spec).Describe(now), "gateEmptied", gate != nil && len(sum.Errors) == 0,
 		"bindingsDeleted", sum.Count[engine.Deleted], "failed", len(sum.Errors))
 	return len(sum.Errors) > 0, summarizeErrors(sum.Errors)
 }
 
+// sealGates empties gates as a replica that does not lead does: each gate,
+// as the cache shows it, loses every rule but its seal
+// (ownership.GateSeal) and any aggregationRule, in one JSON patch tested
+// against the resourceVersion the cache showed (engine.PatchTested). Unlike
+// the leader's emptyGates it never creates and never writes over a change
+// it did not see: a gate deleted meanwhile counts as emptied, one the
+// leader changed meanwhile is left alone (Failed: looked at again). It
+// writes under oria's field manager, as the leader does; the leader's later
+// applies force their ownership, so nobody fights over the rules. A gate
+// already empty costs nothing.
+func sealGates(ctx context.Context, w *engine.Writer, gates []*rbacv1.ClusterRole) []engine.Outcome {
+	var todo []*rbacv1.ClusterRole
+	for _, g := range gates {
+		if g != nil && (ownership.GateGrants(g) || g.AggregationRule != nil) {
+			todo = append(todo, g)
+		}
+	}
+	return engine.PatchTested(ctx, w, gateKind.Name, todo, func(g *rbacv1.ClusterRole) []map[string]any {
+		return []map[string]any{
+			{"op": "add", "path": "/rules", "value": []rbacv1.PolicyRule{ownership.GateSeal(g.Name)}},
+			{"op": "add", "path": "/aggregationRule", "value": nil},
+		}
+	})
+}
+
 // cached returns the instance's gate (nil when the cache shows none of
 // this instance's) and bindings as the cache shows them.
-func (s *Standby) cached(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*rbacv1.ClusterRole, []*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding, error) {
+func (s *Standby) cached(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*rbacv1.ClusterRole, binding.Set, error) {
 	r := &Reconciler{Deps: s.deps}
 	existing, err := r.existingBindings(si.Name)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, binding.Set{}, err
 	}
-	rbs, crbs := existing.RoleBindings, existing.ClusterRoleBindings
 	gate := &rbacv1.ClusterRole{}
 	err = s.deps.Client.Get(ctx, types.NamespacedName{Name: binding.GateName(si.Name, string(si.UID))}, gate)
 	if apierrors.IsNotFound(err) || (err == nil && !ownership.ControlledByUID(gate, si.UID)) {
-		return nil, rbs, crbs, nil
+		return nil, existing, nil
 	}
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("reading the gate of ScopeInstance %q: %w", si.Name, err)
+		return nil, binding.Set{}, fmt.Errorf("reading the gate of ScopeInstance %q: %w", si.Name, err)
 	}
-	return gate, rbs, crbs, nil
+	return gate, existing, nil
 }
 
 // standbyGrants returns what of an instance outside its window still
@@ -262,8 +286,7 @@ func (s *Standby) cached(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*
 // (they then grant nothing; the leader deletes them). A binding of a gate
 // name that the cache shows no gate of this instance's under grants
 // whatever a role made under that name would: it goes. Pure.
-func standbyGrants(si *oriav1alpha1.ScopeInstance, gate *rbacv1.ClusterRole, rbs []*rbacv1.RoleBinding, crbs []*rbacv1.ClusterRoleBinding) (
-	*rbacv1.ClusterRole, []*rbacv1.RoleBinding, []*rbacv1.ClusterRoleBinding) {
+func standbyGrants(si *oriav1alpha1.ScopeInstance, gate *rbacv1.ClusterRole, bindings binding.Set) (*rbacv1.ClusterRole, binding.Set) {
 	gateName := ""
 	if gate != nil && ownership.ControlledByUID(gate, si.UID) {
 		gateName = gate.Name
@@ -271,20 +294,8 @@ func standbyGrants(si *oriav1alpha1.ScopeInstance, gate *rbacv1.ClusterRole, rbs
 	if gateName == "" || (!ownership.GateGrants(gate) && gate.AggregationRule == nil) {
 		gate = nil
 	}
-	ofGate := func(ref rbacv1.RoleRef) bool {
-		return gateName != "" && ref.Kind == "ClusterRole" && ref.Name == gateName
+	if gateName == "" {
+		return gate, bindings
 	}
-	var outRBs []*rbacv1.RoleBinding
-	for _, b := range rbs {
-		if !ofGate(b.RoleRef) {
-			outRBs = append(outRBs, b)
-		}
-	}
-	var outCRBs []*rbacv1.ClusterRoleBinding
-	for _, b := range crbs {
-		if !ofGate(b.RoleRef) {
-			outCRBs = append(outCRBs, b)
-		}
-	}
-	return gate, outRBs, outCRBs
+	return gate, bindings.Filter(func(b client.Object) bool { return binding.RoleOf(b) != gateName })
 }

@@ -42,7 +42,8 @@ func TestStandbyGrants(t *testing.T) {
 		{"someone else's role under the gate's name: its bindings go", squatted, false, []string{"b-" + gateName, "b-view"}, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			gate, gotRBs, gotCRBs := standbyGrants(si, c.gate, rbs, []*rbacv1.ClusterRoleBinding{crb})
+			gate, got := standbyGrants(si, c.gate, binding.Set{RoleBindings: rbs, ClusterRoleBindings: []*rbacv1.ClusterRoleBinding{crb}})
+			gotRBs, gotCRBs := got.RoleBindings, got.ClusterRoleBindings
 			if (gate != nil) != c.wantGate {
 				t.Errorf("gate to empty: %v, want %v", gate != nil, c.wantGate)
 			}

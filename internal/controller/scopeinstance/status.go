@@ -46,7 +46,7 @@ func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err erro
 		st.BoundNamespaces, st.PartiallyBoundNamespaceCount = nil, 0
 		if p.phase == binding.WindowOpen {
 			st.BoundNamespaces = res.bound
-			st.PartiallyBoundNamespaceCount = int32(partialNamespaces(res.bound, res.ensuredRBs))
+			st.PartiallyBoundNamespaceCount = int32(partialNamespaces(res.bound, res.ensured))
 		}
 		st.BoundNamespaceCount = int32(len(st.BoundNamespaces))
 		st.Publication = res.published.Status
@@ -116,10 +116,10 @@ func boundCondition(si *oriav1alpha1.ScopeInstance, p *plan, res result, st oria
 			msg += fmt.Sprintf(" (ScopeTemplate %q: %s: %s)", p.template.Name, c.Reason, c.Message)
 		}
 		return metav1.ConditionFalse, oriav1alpha1.ReasonProgressing, msg
-	case p.withheld > 0:
+	case p.deferred > 0:
 		return metav1.ConditionFalse, oriav1alpha1.ReasonWaitingForRules, fmt.Sprintf(
 			"%d binding(s) of ClusterRole(s) %s wait until the role holds ScopeTemplate %q's current rules (no binding is made against rules not checked for it; %s)",
-			p.withheld, status.Enumerate(p.ahead, 10), p.template.Name, boundWhere(p, st))
+			p.deferred, status.Enumerate(p.ahead, 10), p.template.Name, boundWhere(p, st))
 	case p.gate.wanted() && len(p.gate.missing) > 0:
 		// The instance reads the roles its gate copies itself: it knows
 		// at once, before the template's own recheck says so.

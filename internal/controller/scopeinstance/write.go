@@ -21,8 +21,10 @@ import (
 
 // result is what the writes of one reconcile did.
 type result struct {
-	summary    engine.Summary
-	ensuredRBs []engine.Outcome
+	summary engine.Summary
+	// ensured are the outcomes of the wanted bindings, those the ceiling
+	// refused (Forbidden) included.
+	ensured []engine.Outcome
 	// conflicts are sentences naming what was left alone.
 	conflicts []string
 	// bound are the target namespaces where every wanted binding is in
@@ -106,43 +108,44 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 		r.recordWindow(ctx, si, p, res)
 		return res, res.err()
 	}
-	var ensuredRBs, ensuredCRBs []engine.Outcome
-	var revokedRBs, revokedCRBs []engine.Outcome
+	var written, revoked engine.SetOutcome
 	if p.action == bindAll {
+		var refused []engine.Outcome
 		var err error
-		if ensuredRBs, ensuredCRBs, revokedRBs, revokedCRBs, err = r.bind(ctx, si, p); err != nil {
+		if written, refused, revoked, err = r.bind(ctx, si, p); err != nil {
 			return result{}, err
 		}
 		if p.gate.op == gateFill {
 			gate = r.writeGate(ctx, si, p.gate) // filled once its bindings are in place
 		}
-		res.bound = boundNamespaces(si.Name, p, engine.Summarize(ensuredRBs, ensuredCRBs))
+		res.ensured = append(written.All(), refused...)
+		res.bound = boundNamespaces(si.Name, p, engine.Summarize(res.ensured))
 		if p.gate.wanted() && !p.gate.filled() {
 			// Bound to an empty gate before the window: nothing is granted.
 			res.bound = nil
 		}
-		res.ensuredRBs = ensuredRBs
 	}
 	if p.action != revokeOnly {
-		ensured := engine.Summarize(ensuredRBs, ensuredCRBs)
-		clusterOK := p.action == bindAll && len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted)+p.withheld == 0
+		ensured := engine.Summarize(res.ensured)
+		clusterOK := p.action == bindAll && len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted)+p.deferred == 0
 		res.published = r.publisher().Publish(ctx, si, p.action == bindAll && p.targets.Cluster, res.bound, clusterOK)
 	}
-	w := r.writer()
-	deletedRBs := append(revokedRBs, engine.Delete(ctx, w, engine.RoleBindingKind.Name, p.revoke.RoleBindings)...)
-	deletedCRBs := append(revokedCRBs, engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, p.revoke.ClusterRoleBindings)...)
-	res.summary = engine.Summarize(ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs, gate, r.deleteGate(ctx, p.gate, deletedRBs))
-	res.revoked = len(deletedRBs) + len(deletedCRBs)
+	deleted := revoked.Plus(engine.DeleteSet(ctx, r.writer(), p.revoke))
+	all := deleted.All()
+	res.summary = engine.Summarize(res.ensured, all, gate, r.deleteGate(ctx, p.gate, all))
+	res.revoked = len(all)
 	if p.action == bindAll {
-		res.revoked = len(revokedRBs) + len(revokedCRBs)
+		res.revoked = revoked.Len()
 	}
 	res.conflicts = conflicts(p, res.summary)
-	r.recordWrites(ctx, si, p, res, ensuredRBs, ensuredCRBs, deletedRBs, deletedCRBs)
+	r.recordWrites(ctx, si, p, res, written, deleted)
 	return res, res.err()
 }
 
-// gateKind writes gates.
-var gateKind = engine.GateRoleKind()
+// gateKind writes gates: whole (its labels, its rules, no
+// aggregationRule), every change one update, since emptying the gate is
+// what ends the grant.
+var gateKind = engine.WholeClusterRoleKind()
 
 // writeGateFirst writes the gate when it goes before the bindings
 // (gateCreate, gateNarrow; gateEnd: emptied), and returns the outcome.
@@ -166,11 +169,11 @@ func (r *Reconciler) writeGate(ctx context.Context, si *oriav1alpha1.ScopeInstan
 	return engine.Ensure(ctx, r.writer(), gateKind, owns, []*rbacv1.ClusterRole{g.want}, cached)
 }
 
-// holdGate makes each of rbs that names the instance's gate block the
+// holdGate makes each of bindings that names the instance's gate block the
 // gate's deletion (binding.HoldGate), by its UID: the cached gate's, or,
 // when it was created (or replaced) just now, the API server's.
-func (r *Reconciler) holdGate(ctx context.Context, si *oriav1alpha1.ScopeInstance, g gatePlan, rbs []*rbacv1.RoleBinding) error {
-	if !g.wanted() || len(rbs) == 0 {
+func (r *Reconciler) holdGate(ctx context.Context, si *oriav1alpha1.ScopeInstance, g gatePlan, bindings binding.Set) error {
+	if !g.wanted() || bindings.Len() == 0 {
 		return nil
 	}
 	uid := types.UID("")
@@ -191,15 +194,21 @@ func (r *Reconciler) holdGate(ctx context.Context, si *oriav1alpha1.ScopeInstanc
 		}
 		uid = live.UID
 	}
-	binding.HoldGate(rbs, binding.GateHold(g.want.Name, uid))
+	bindings.HoldGate(binding.GateHold(g.want.Name, uid))
 	return nil
 }
 
 // emptyGates removes the rules of gates (oria's, as the cache shows them)
-// that have any, so that their bindings grant nothing before they go.
+// that have any, but their seal, so that their bindings grant nothing
+// before they go (binding.EmptiedGate): one update each, never a create (a
+// gate being deleted is emptied as it is).
 func (r *Reconciler) emptyGates(ctx context.Context, gates []*rbacv1.ClusterRole) []engine.Outcome {
-	return engine.EmptyGates(ctx, r.writer(), gates)
+	cur, emptied := binding.EmptiedGates(gates)
+	return engine.Rewrite(ctx, r.writer(), gateKind, managed, cur, emptied)
 }
+
+// managed reports whether oria made obj (ownership.IsManaged).
+func managed(obj client.Object) bool { return ownership.IsManaged(obj) }
 
 // gateMissing is the result of a reconcile whose gate could not be
 // created (g: that write): nothing else is written; a conflict is
@@ -209,7 +218,7 @@ func (r *Reconciler) gateMissing(si *oriav1alpha1.ScopeInstance, g engine.Summar
 	for _, c := range g.Conflicts {
 		res.conflicts = append(res.conflicts, c.Error())
 	}
-	r.recordEvents(si, nil, nil, nil, nil, res.conflicts)
+	r.recordEvents(si, nil, nil, res.conflicts)
 	return res
 }
 
@@ -225,34 +234,32 @@ func (r *Reconciler) deleteGate(ctx context.Context, g gatePlan, deleted []engin
 
 // bind writes the wanted bindings of a bindAll plan, after the ceiling
 // decided on the roles ahead, then deletes, as oria, at once, those the
-// ceiling no longer allows, and returns the outcomes of both.
-func (r *Reconciler) bind(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (rbs, crbs, revokedRBs, revokedCRBs []engine.Outcome, err error) {
+// ceiling no longer allows, and returns the outcomes of the writes, of the
+// ceiling's refusals and of those deletions.
+func (r *Reconciler) bind(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (written engine.SetOutcome, refused []engine.Outcome, revoked engine.SetOutcome, err error) {
 	w, err := r.writerFor(si)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, err
 	}
-	existingRBs, existingCRBs := engine.ByKey(p.existing.RoleBindings), engine.ByKey(p.existing.ClusterRoleBindings)
 	ans := answer{allowed: p.want}
 	if p.ceiling != nil {
-		if ans, err = r.askCeiling(ctx, p.ceiling, p, existingRBs, existingCRBs); err != nil {
-			return nil, nil, nil, nil, err
+		if ans, err = r.askCeiling(ctx, p.ceiling, p); err != nil {
+			return nil, nil, nil, err
 		}
 	}
-	if err := r.holdGate(ctx, si, p.gate, ans.allowed.RoleBindings); err != nil {
-		return nil, nil, nil, nil, err
+	if err := r.holdGate(ctx, si, p.gate, ans.allowed); err != nil {
+		return nil, nil, nil, err
 	}
 	instanceOwns := ownership.InstanceOwner(si.Name)
 	owns := func(o client.Object) bool { return instanceOwns(o) }
-	rbs = engine.Ensure(ctx, w, engine.RoleBindingKind, owns, ans.allowed.RoleBindings, existingRBs)
-	crbs = engine.Ensure(ctx, w, engine.ClusterRoleBindingKind, owns, ans.allowed.ClusterRoleBindings, existingCRBs)
-	// What the ceiling no longer allows goes as soon as it is known,
-	// before anything else is written.
-	beyond := ans.beyond(rbs, crbs, existingRBs, existingCRBs)
-	revokedRBs = engine.Delete(ctx, r.writer(), engine.RoleBindingKind.Name, beyond.RoleBindings)
-	revokedCRBs = engine.Delete(ctx, r.writer(), engine.ClusterRoleBindingKind.Name, beyond.ClusterRoleBindings)
-	rbs, crbs = append(rbs, ans.refusedRBs...), append(crbs, ans.refusedCRBs...)
-	r.latency.Bound(si.Name, rbs)
-	return rbs, crbs, revokedRBs, revokedCRBs, nil
+	written = engine.EnsureSet(ctx, w, owns, ans.allowed, p.existing)
+	if p.ceiling != nil {
+		// What the ceiling no longer allows goes as soon as it is known,
+		// before anything else is written.
+		revoked = engine.DeleteSet(ctx, r.writer(), ans.beyond(written))
+	}
+	r.latency.Bound(si.Name, append(written.All(), ans.refused...))
+	return written, ans.refused, revoked, nil
 }
 
 // conflicts are the sentences naming what a reconcile left alone: the
@@ -292,13 +299,12 @@ func (r *Reconciler) Cleanup(ctx context.Context, instance string) error {
 	// A gate is emptied first: its bindings then grant nothing at once. It
 	// goes last, never leaving a binding to a name no role holds.
 	emptied := r.emptyGates(ctx, gates)
-	deletedRBs := engine.Delete(ctx, w, engine.RoleBindingKind.Name, existing.RoleBindings)
-	deletedCRBs := engine.Delete(ctx, w, engine.ClusterRoleBindingKind.Name, existing.ClusterRoleBindings)
+	deleted := engine.DeleteSet(ctx, w, existing).All()
 	var deletedGates []engine.Outcome
-	if len(engine.Summarize(deletedRBs, deletedCRBs).Errors) == 0 {
+	if len(engine.Summarize(deleted).Errors) == 0 {
 		deletedGates = engine.Delete(ctx, w, gateKind.Name, gates)
 	}
-	s := engine.Summarize(emptied, deletedRBs, deletedCRBs, deletedGates)
+	s := engine.Summarize(emptied, deleted, deletedGates)
 	if n := s.Count[engine.Deleted]; n > 0 {
 		ctrl.LoggerFrom(ctx).Info("deleted the bindings of a deleted ScopeInstance", "count", n)
 	}
@@ -332,7 +338,10 @@ func boundNamespaces(instance string, p *plan, ensured engine.Summary) []string 
 	if p.targets.Cluster {
 		return nil
 	}
-	existing := engine.ByKey(p.existing.RoleBindings)
+	var existing map[types.NamespacedName]bool
+	if len(p.pending)+len(p.ahead) > 0 {
+		existing = p.existing.Keys()
+	}
 	var out []string
 	for _, ns := range p.targets.Namespaces {
 		if ensured.Bad[ns] || ensured.Skipped[ns] || !pendingBound(instance, ns, p.pending, existing) || !pendingBound(instance, ns, p.ahead, existing) {
@@ -345,9 +354,9 @@ func boundNamespaces(instance string, p *plan, ensured engine.Summary) []string 
 
 // pendingBound reports whether the bindings of the pending roles exist in
 // ns (kept from before), so that ns is still fully bound.
-func pendingBound(instance, ns string, pending []string, existing map[types.NamespacedName]*rbacv1.RoleBinding) bool {
+func pendingBound(instance, ns string, pending []string, existing map[types.NamespacedName]bool) bool {
 	for _, role := range pending {
-		if _, ok := existing[types.NamespacedName{Namespace: ns, Name: binding.BindingName(instance, role)}]; !ok {
+		if !existing[types.NamespacedName{Namespace: ns, Name: binding.BindingName(instance, role)}] {
 			return false
 		}
 	}

@@ -1,0 +1,4 @@
+package scopeinstance
+
+// SealGates is the standby's write of gates, for the integration tests.
+var SealGates = sealGates
