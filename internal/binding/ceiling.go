@@ -22,8 +22,17 @@ import (
 // The annotation is a record, not a secret: whoever can write it on a
 // binding passes the API server's escalation check for that binding's role
 // as it is, so could equally have bound that role themselves, and such a
-// binding of their own follows the role wherever it goes too. Forging the
-// record gives nobody more than they could already give.
+// binding of their own follows the role wherever it goes too. For the rules
+// a role has, forging the record gives nobody more than they could already
+// give. Not so for rules an inline role does not have yet (ahead of it: the
+// ScopeTemplate controller holds them back until every binding records
+// them): a namespace admin who writes the new rules' value on a binding in
+// their namespace spares that binding the ServiceAccount's question about
+// them, so the binding grants the new rules there once the template's
+// writer's change takes effect, though the ceiling would not have allowed
+// them. This is open (docs/development.md, "What oria reads, and who can
+// write it", AnnotationCeilingRules): a record only oria can write (a MAC
+// under a key only oria reads) would close it.
 
 // CeilingAbsent is the ceiling value for a binding of a ClusterRole that
 // does not exist: it grants nothing, and anything the role grants once it
