@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/operator-framework/oria/internal/testutil"
+	"github.com/operator-framework/oria/test/childrun"
 	"github.com/operator-framework/oria/test/localcluster"
 	"github.com/operator-framework/oria/test/oriaproc"
 )
@@ -74,7 +75,24 @@ func TestMain(m *testing.M) {
 			kcmLog, opts.Log = f, f
 		}
 	}
-	testutil.RunMain(m, &cluster, opts, setupOria)
+	var second *childrun.Run
+	if splitRun(testing.Short()) {
+		var err error
+		if second, err = startSecondProcess(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+			os.Exit(1)
+		}
+	}
+	code := testutil.Run(m, &cluster, opts, setupOria)
+	if second != nil {
+		fmt.Fprintf(os.Stderr, "=== e2e first process: %s\n", childrun.Result(code))
+		c, result := second.Wait(os.Stdout)
+		fmt.Fprintln(os.Stderr, result)
+		if code == 0 {
+			code = c
+		}
+	}
+	os.Exit(code)
 }
 
 // setupOria builds ./cmd/oria and runs it against the control plane, and
