@@ -89,6 +89,14 @@ func TestCachedRules(t *testing.T) {
 	}
 	assert.EventuallyWithT(t, func(c *assert.CollectT) { holds(c, true) }, 10*time.Second, 20*time.Millisecond,
 		"a binding someone else made (the guard's own cache) is seen")
+	// The cache sees the binding in ns2 in its own time: wait for it too.
+	assert.EventuallyWithT(t, func(c *assert.CollectT) {
+		sets, err := cached.RulesIn(ctx, user, []string{ns2})
+		if assert.NoError(c, err) {
+			covered, _ := rbacvalidation.Covers(sets[ns2].Rules, cms)
+			assert.True(c, covered, "rules in %s: %v", ns2, sets[ns2].Rules)
+		}
+	}, 10*time.Second, 20*time.Millisecond, "the binding in the second namespace is seen")
 
 	sets, err := cached.RulesIn(ctx, user, []string{ns, ns2, ""})
 	require.NoError(t, err)
