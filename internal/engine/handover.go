@@ -2,12 +2,8 @@ package engine
 
 import (
 	"context"
-	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
 
 // HandOver is one object oria created that another controller has adopted
@@ -29,20 +25,16 @@ type HandOver struct {
 }
 
 // HandOverAll patches each object with its HandOver patch, in parallel,
-// only if the object is still the one that was read: the patch's first
-// operation tests its resourceVersion, so a change made meanwhile (by the
-// adopting controller, say) fails the patch (Failed) and the next
-// reconcile, which that change triggers, decides again. An object gone
-// meanwhile counts as handed over.
+// only if the object is still the one that was read (PatchTested: the
+// patch's first operation tests its resourceVersion), so a change made
+// meanwhile (by the adopting controller, say) fails the patch (Failed) and
+// the next reconcile, which that change triggers, decides again. An object
+// gone meanwhile has nothing left to hand over (Unchanged).
 func HandOverAll(ctx context.Context, w *Writer, kind string, items []HandOver) []Outcome {
-	out := make([]Outcome, len(items))
-	w.Engine.Parallel(w.workers(), len(items), func(i int) {
-		obj := items[i].Object
-		out[i] = Outcome{Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Updated}
-		err := jsonPatch(ctx, w.Client, obj, "/metadata/resourceVersion", obj.GetResourceVersion(), items[i].Patch, client.FieldOwner(oriav1alpha1.FieldOwner))
-		if err != nil && !apierrors.IsNotFound(err) {
-			out[i].Action, out[i].Err = Failed, fmt.Errorf("handing %s %s over: %w", kind, describe(obj), err)
-		}
-	})
-	return w.Engine.observe(kind, out)
+	objs := make([]client.Object, len(items))
+	patches := make(map[client.Object][]map[string]any, len(items))
+	for i, h := range items {
+		objs[i], patches[h.Object] = h.Object, h.Patch
+	}
+	return PatchTested(ctx, w, kind, objs, func(o client.Object) []map[string]any { return patches[o] })
 }

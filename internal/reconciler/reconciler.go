@@ -88,13 +88,22 @@ type Clock interface {
 	Now() time.Time
 }
 
-// Holder is implemented by Steps whose reconciles of some objects hold a
-// bounded resource for their whole length (the ScopeInstance controller's
-// bind slots): Hold takes it for obj, read and not being deleted, before
+// Slots is implemented by Steps whose reconciles of some objects take one
+// of a bounded number of slots for their whole length (the ScopeInstance
+// controller's bind slots): TakeSlot takes one for obj, read and not being deleted, before
 // Gather, and the reconcile calls release once its status is written. An
 // error (ctx ended while waiting) ends the reconcile.
-type Holder[T client.Object] interface {
-	Hold(ctx context.Context, obj T) (release func(), err error)
+type Slots[T client.Object] interface {
+	TakeSlot(ctx context.Context, obj T) (release func(), err error)
+}
+
+// Reporter is implemented by Steps that report what the writes did with
+// Events (the ScopeInstance controller's counts of bindings written and its
+// time-bound grants' Events): Report runs after Write, whatever it
+// returned, and before Status, so that it sees obj's status as it was
+// before this reconcile. It is not called when Gather failed.
+type Reporter[T client.Object, P, R any] interface {
+	Report(ctx context.Context, obj T, plan P, res R)
 }
 
 // Reconcile runs s for the object named in req, read with c (the cache).
@@ -110,8 +119,8 @@ func Reconcile[T client.Object, P, R any](ctx context.Context, req ctrl.Request,
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, s.Deleting(ctx, obj)
 	}
-	if h, ok := s.(Holder[T]); ok {
-		release, err := h.Hold(ctx, obj)
+	if sl, ok := s.(Slots[T]); ok {
+		release, err := sl.TakeSlot(ctx, obj)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -131,6 +140,9 @@ func Reconcile[T client.Object, P, R any](ctx context.Context, req ctrl.Request,
 	plan, err := s.Gather(ctx, obj)
 	if err == nil {
 		res, err = s.Write(ctx, obj, plan)
+		if rep, ok := s.(Reporter[T, P, R]); ok {
+			rep.Report(ctx, obj, plan, res)
+		}
 	}
 	s.Status(obj, plan, res, err)
 	if err != nil {

@@ -62,14 +62,14 @@ func (s fakeSteps) Requeue(_ string, n int) reconciler.Requeue {
 }
 
 // clockSteps are fakeSteps with a clock (reconciler.Clock) and a hold
-// (reconciler.Holder).
+// (reconciler.Slots).
 type clockSteps struct {
 	fakeSteps
 	now time.Time
 }
 
 func (s clockSteps) Now() time.Time { return s.now }
-func (s clockSteps) Hold(context.Context, *corev1.ConfigMap) (func(), error) {
+func (s clockSteps) TakeSlot(context.Context, *corev1.ConfigMap) (func(), error) {
 	s.tr.held++
 	return func() { s.tr.released++ }, nil
 }
@@ -134,7 +134,7 @@ func TestSteps(t *testing.T) {
 
 // TestRequeueAt: an instant is measured by the Steps' clock when the
 // reconcile ends, with its priority, when it comes first; an instant
-// passed is looked at at once; a Holder's hold is given back once.
+// passed is looked at at once; a slot taken is given back once.
 func TestRequeueAt(t *testing.T) {
 	ctx := context.Background()
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cm"}}
@@ -172,6 +172,56 @@ func TestRequeueAt(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, ctrl.Result{}, res)
 	assert.Equal(t, 1, tr.released)
+}
+
+// reportSteps are fakeSteps that report (reconciler.Reporter): the order
+// of Write, Report and Status, and what Report was given.
+type reportSteps struct {
+	fakeSteps
+	order *[]string
+	got   *int
+}
+
+func (s reportSteps) Write(ctx context.Context, cm *corev1.ConfigMap, p string) (int, error) {
+	*s.order = append(*s.order, "write")
+	return s.fakeSteps.Write(ctx, cm, p)
+}
+func (s reportSteps) Report(_ context.Context, _ *corev1.ConfigMap, _ string, n int) {
+	*s.order = append(*s.order, "report")
+	*s.got = n
+}
+func (s reportSteps) Status(cm *corev1.ConfigMap, p string, n int, err error) {
+	*s.order = append(*s.order, "status")
+	s.fakeSteps.Status(cm, p, n, err)
+}
+
+// TestReport: a Reporter reports after Write, whether it failed or not,
+// with its result, and before Status; not after a failed Gather.
+func TestReport(t *testing.T) {
+	ctx := context.Background()
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cm"}}
+	cm := []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}}
+	boom := errors.New("boom")
+	for _, c := range []struct {
+		name                string
+		gatherErr, writeErr error
+		want                []string
+		got                 int
+	}{
+		{"written", nil, nil, []string{"write", "report", "status"}, 4},
+		{"a write failed", nil, boom, []string{"write", "report", "status"}, 4},
+		{"gathering failed", boom, nil, []string{"status"}, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var tr trace
+			var order []string
+			got := -1
+			r := steps(&tr, cm, c.gatherErr, c.writeErr)
+			_, _ = reconciler.Reconcile(ctx, req, r.c, reconciler.Steps[*corev1.ConfigMap, string, int](reportSteps{fakeSteps: r.steps, order: &order, got: &got}))
+			assert.Equal(t, c.want, order)
+			assert.Equal(t, c.got, got)
+		})
+	}
 }
 
 func TestRecheckIf(t *testing.T) {

@@ -102,46 +102,36 @@ func (c *ceiling) identity() subjects.Identity {
 	return subjects.ServiceAccount(c.sa.Namespace, c.sa.Name)
 }
 
-// answer is the ServiceAccount's answer about the bindings of roles
-// ahead of what they grant now.
-type answer struct {
-	allowed binding.Set
-	// refused are the Forbidden outcomes of the bindings it refused.
-	refused []engine.Outcome
-	// drop are existing bindings it refused: deleted.
-	drop binding.Set
-	// existing are the instance's bindings by key.
-	existing map[types.NamespacedName]client.Object
-}
-
 // askCeiling asks the ServiceAccount whether it may grant the template's
-// rules of the roles ahead where the wanted bindings grant them, for each
-// binding not already recording them, and returns the bindings to write.
-func (r *Reconciler) askCeiling(ctx context.Context, c *ceiling, p *plan) (answer, error) {
-	grants, existing := ask(c, p.want, p.existing)
-	v := answer{allowed: p.want, existing: existing}
+// rules of the roles ahead where the wanted bindings of p grant them, for
+// each binding not already recording them: a question, asked while
+// gathering (no write depends on it). What it refuses leaves p.want for
+// p.refused (a Forbidden outcome each), and the existing binding at its
+// name goes to p.drop.
+func (r *Reconciler) askCeiling(ctx context.Context, p *plan) error {
+	c := p.ceiling
+	grants := ask(c, p.want, p.existing)
 	if len(grants) == 0 {
-		return v, nil
+		return nil
 	}
 	user := c.identity().UserInfo()
 	// Every refusal is wanted (each decides a binding), not the first few.
 	denials, err := r.Authz.CheckEachBind(ctx, user, grants, c.ahead)
 	if err != nil {
-		return v, fmt.Errorf("asking ServiceAccount %s/%s about the new rules of %d binding(s): %w", c.sa.Namespace, c.sa.Name, len(grants), err)
+		return fmt.Errorf("asking ServiceAccount %s/%s about the new rules of %d binding(s): %w", c.sa.Namespace, c.sa.Name, len(grants), err)
 	}
 	denied := make(map[binding.Grant]string, len(denials))
 	for _, d := range denials {
 		denied[d.Grant] = d.Message(user.Username) + " (the ScopeTemplate's new rules)"
 	}
-	v.allowed, v.refused, v.drop = split(p.want, existing, denied)
-	return v, nil
+	p.want, p.refused, p.drop = split(p.want, p.existing.ByKey(), denied)
+	return nil
 }
 
 // ask returns the grants of the wanted bindings of roles ahead that do
-// not already record the role's new rules, and the existing bindings by
-// key.
-func ask(c *ceiling, want, have binding.Set) (out []binding.Grant, existing map[types.NamespacedName]client.Object) {
-	existing = have.ByKey()
+// not already record the role's new rules.
+func ask(c *ceiling, want, have binding.Set) (out []binding.Grant) {
+	existing := have.ByKey()
 	for _, b := range want.Objects() {
 		role := binding.RoleOf(b)
 		if _, ahead := c.ahead[role]; !ahead {
@@ -152,7 +142,7 @@ func ask(c *ceiling, want, have binding.Set) (out []binding.Grant, existing map[
 		}
 		out = append(out, binding.Grant{Role: role, Namespace: b.GetNamespace()})
 	}
-	return out, existing
+	return out
 }
 
 // split removes the refused grants from want: a Forbidden outcome each, and
@@ -177,12 +167,17 @@ func split(want binding.Set, existing map[types.NamespacedName]client.Object, de
 // ServiceAccount was refused (outcomes, in the order of want's Objects)
 // while their record differed from the wanted one: the API server checked
 // the role as it is now and the ServiceAccount may not grant it, so the
-// binding goes.
-func refusedRewrites(outcomes []engine.Outcome, want binding.Set, existing map[types.NamespacedName]client.Object) binding.Set {
+// binding goes (Write deletes it, as oria, right after the writes, with
+// those askCeiling refused).
+func refusedRewrites(outcomes []engine.Outcome, want, have binding.Set) binding.Set {
 	var out []client.Object
+	var existing map[types.NamespacedName]client.Object
 	for i, b := range want.Objects() {
 		if outcomes[i].Action != engine.Forbidden {
 			continue
+		}
+		if existing == nil {
+			existing = have.ByKey()
 		}
 		cur, ok := existing[engine.Key(b)]
 		if ok && binding.RoleOf(cur) == binding.RoleOf(b) && binding.Ceiling(cur) != binding.Ceiling(b) {
@@ -190,12 +185,4 @@ func refusedRewrites(outcomes []engine.Outcome, want binding.Set, existing map[t
 		}
 	}
 	return binding.SetOf(out...)
-}
-
-// beyond returns the existing bindings the ServiceAccount no longer
-// allows: those askCeiling refused, and those whose rewrite it was refused
-// (ensured: the outcomes of v's bindings). Write deletes them, as oria,
-// right after the writes.
-func (v answer) beyond(ensured engine.SetOutcome) binding.Set {
-	return v.drop.Plus(refusedRewrites(ensured.All(), v.allowed, v.existing))
 }

@@ -100,7 +100,7 @@ const ServiceAccountRecheck = 3 * time.Second
 
 // DefaultMaxConcurrentReconciles is how many fan-outs are bound at once
 // (instances over many namespaces reconciled inside their window; the
-// controller has RevokeWorkers more workers for everything else, Hold).
+// controller has RevokeWorkers more workers for everything else, TakeSlot).
 // A worker waits for the slowest write of its instance before taking
 // the next, so too few leave the API server's capacity unused; too many
 // only hold plans in memory (thousands of desired bindings each), because
@@ -114,7 +114,7 @@ const DefaultMaxConcurrentReconciles = 4
 type Options struct {
 	// MaxConcurrentReconciles is the number of fan-outs bound at once
 	// (DefaultMaxConcurrentReconciles when 0); the controller has
-	// RevokeWorkers more workers (Hold).
+	// RevokeWorkers more workers (TakeSlot).
 	MaxConcurrentReconciles int
 	// Workers bounds the parallel writes of one reconcile
 	// (engine.DefaultWorkers when 0).
@@ -180,7 +180,7 @@ type Reconciler struct {
 	warnings reconciler.Warnings
 	// windowEvents remembers the Events of time-bound grants recorded.
 	windowEvents windowMemo
-	// binds holds a token per fan-out binding (Hold).
+	// binds holds a token per fan-out binding (TakeSlot).
 	binds chan struct{}
 	// roles reads the roles a gate copies (gate.go).
 	roles lookup.Roles
@@ -316,7 +316,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	return reconciler.Reconcile[*oriav1alpha1.ScopeInstance, *plan, result](ctx, req, r.Client, r)
 }
 
-// The bind slots (reconciler.Holder). The controller's workers are the
+// The bind slots (reconciler.Slots). The controller's workers are the
 // fan-outs it binds at once (MaxConcurrentReconciles,
 // DefaultMaxConcurrentReconciles) plus RevokeWorkers. A fan-out (an
 // instance with a namespace selector, or listing more than
@@ -329,16 +329,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 // together are revoked, or bound, together, not MaxConcurrentReconciles at
 // a time behind one another, and none waits for a fan-out in progress,
 // only, when every worker is busy, for the first reconcile to finish.
-var _ reconciler.Holder[*oriav1alpha1.ScopeInstance] = (*Reconciler)(nil)
+var _ reconciler.Slots[*oriav1alpha1.ScopeInstance] = (*Reconciler)(nil)
 
 // RevokeWorkers are the controller's workers beyond its bind slots: the
 // revocations and small grants it runs at once while every bind slot is
 // taken.
 const RevokeWorkers = 12
 
-// Hold takes a bind slot for a fan-out that binds now (waiting for one, or
+// TakeSlot takes a bind slot for a fan-out that binds now (waiting for one, or
 // for ctx to end); release gives it back.
-func (r *Reconciler) Hold(ctx context.Context, si *oriav1alpha1.ScopeInstance) (release func(), err error) {
+func (r *Reconciler) TakeSlot(ctx context.Context, si *oriav1alpha1.ScopeInstance) (release func(), err error) {
 	phase, _ := binding.InstanceWindow(si.Spec).At(r.Now())
 	if !binding.FanOut(si.Spec) || !binds(si.Spec, phase) {
 		return func() {}, nil

@@ -82,7 +82,7 @@ func decide(g gathered) *plan {
 	if !bind {
 		p.action, p.revoke = revokeAll, g.existing
 		if g.gate != nil {
-			p.gate = gatePlan{op: gateEnd, cur: g.gate}
+			p.gate = gatePlan{op: gateEnd, cur: g.gate, want: binding.EmptiedGate(g.gate)}
 		}
 		return p
 	}
@@ -166,6 +166,9 @@ func decideBind(g gathered, p *plan) {
 		p.gate = gatePlan{op: gateDelete, cur: g.gate}
 	}
 	p.deferAhead()
+	if !p.targets.Cluster {
+		p.unbound = unboundNamespaces(si.Name, p.targets.Namespaces, append(slices.Clip(p.pending), p.ahead...), p.existing)
+	}
 	keep := binding.Keep(si.Name, p.want.Objects(), p.targets, p.pending)
 	p.revoke = p.existing.Stale(keep, p.targets)
 	if sa := si.Spec.ServiceAccount; sa != nil {

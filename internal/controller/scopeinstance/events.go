@@ -19,6 +19,7 @@ import (
 	"github.com/operator-framework/oria/internal/binding"
 	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/ownership"
+	"github.com/operator-framework/oria/internal/reconciler"
 	"github.com/operator-framework/oria/internal/status"
 )
 
@@ -36,21 +37,30 @@ const (
 // (AccessGranted, AccessExpiring, AccessExpired): what each reconcile owes,
 // recorded once per window (recordWindow).
 
-// recordWrites records the Events of what Write did (written: the
-// bindings ensured, deleted: those deleted): the bindings created,
-// updated, replaced and deleted, the conflicts, and the window's Event,
-// which, outside the window, stands for the deletions.
-func (r *Reconciler) recordWrites(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan, res result, written, deleted engine.SetOutcome) {
-	switch p.action {
-	case bindAll:
-		r.recordEvents(si, written, deleted, res.conflicts)
+var _ reconciler.Reporter[*oriav1alpha1.ScopeInstance, *plan, result] = (*Reconciler)(nil)
+
+// Report records the Events of what Write did (reconciler.Reporter), before
+// the status is computed: a gate that could not be created, its conflict;
+// a gate emptied at the expiry, the window's Event; writes that ran to
+// their end, the bindings created, updated, replaced and deleted, the
+// conflicts, and the window's Event, which, outside the window, stands for
+// the deletions. Writes that stopped on an error record nothing.
+func (r *Reconciler) Report(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan, res result) {
+	switch {
+	case res.gateless:
+		r.recordEvents(si, nil, nil, res.conflicts)
+	case res.emptied != "":
 		r.recordWindow(ctx, si, p, res)
-	case revokeAll:
+	case !res.done:
+	case p.action == bindAll:
+		r.recordEvents(si, res.written, res.deleted, res.conflicts)
+		r.recordWindow(ctx, si, p, res)
+	case p.action == revokeAll:
 		if !r.recordWindow(ctx, si, p, res) {
-			r.recordEvents(si, nil, deleted, nil)
+			r.recordEvents(si, nil, res.deleted, nil)
 		}
-	case revokeOnly:
-		r.recordEvents(si, nil, deleted, nil)
+	case p.action == revokeOnly:
+		r.recordEvents(si, nil, res.deleted, nil)
 	}
 }
 
@@ -145,7 +155,7 @@ func (r *Reconciler) recordWindow(ctx context.Context, si *oriav1alpha1.ScopeIns
 		return false
 	}
 	prev := meta.FindStatusCondition(si.Status.Conditions, oriav1alpha1.TypeReady)
-	reason := windowEvent(p.window, p.phase, p.now, prev, r.opts.ExpiryWarning, res.revoked+res.left)
+	reason := windowEvent(p.window, p.phase, p.now, prev, r.opts.ExpiryWarning, res.revoked+left(p, res))
 	key := windowKey(p.window)
 	if reason == "" || !r.windowEvents.first(si, reason, key) {
 		return false
@@ -170,7 +180,7 @@ func (r *Reconciler) recordWindow(ctx context.Context, si *oriav1alpha1.ScopeIns
 		note = fmt.Sprintf("access of %s %s: %d binding(s) deleted", who, p.window.Describe(p.now), res.revoked)
 		if res.emptied != "" {
 			note = fmt.Sprintf("access of %s %s: ClusterRole %q, the grant's gate, emptied; its %d binding(s) are deleted next", who,
-				p.window.Describe(p.now), res.emptied, res.left)
+				p.window.Describe(p.now), res.emptied, left(p, res))
 		}
 	}
 	r.Recorder.Eventf(si, nil, corev1.EventTypeNormal, reason, "Expire", "%s", note)
@@ -178,6 +188,15 @@ func (r *Reconciler) recordWindow(ctx context.Context, si *oriav1alpha1.ScopeIns
 		r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, reason, "Expire", "%s", note)
 	}
 	return true
+}
+
+// left counts the bindings of a gate emptied at the expiry (res.emptied),
+// deleted by the next reconcile: the plan's revoke.
+func left(p *plan, res result) int {
+	if res.emptied == "" {
+		return 0
+	}
+	return p.revoke.Len()
 }
 
 // windowKey identifies a window, so that a moved bound is a new window.

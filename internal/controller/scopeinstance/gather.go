@@ -23,7 +23,8 @@ import (
 // Outside its window it reads only the bindings and the gate to delete:
 // expiry wins over everything else that may be wrong with the instance (a
 // missing template, a spec error, a pending ceiling check), none of which
-// is even read.
+// is even read. An instance with a ceiling then asks its ServiceAccount
+// about the roles ahead of what they grant (askCeiling, ceiling.go).
 func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance) (*plan, error) {
 	g := gathered{si: si, now: r.Now(), recheck: r.recheck()}
 	phase, _ := binding.InstanceWindow(si.Spec).At(g.now)
@@ -45,7 +46,15 @@ func (r *Reconciler) Gather(ctx context.Context, si *oriav1alpha1.ScopeInstance)
 			return nil, err
 		}
 	}
-	return decide(g), nil
+	p := decide(g)
+	if p.ceiling != nil {
+		// The ServiceAccount's answer about the roles ahead of what they
+		// grant is part of the plan: a question, before any write.
+		if err := r.askCeiling(ctx, p); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
 }
 
 // gatherSpec reads what the spec of an instance that binds depends on: its

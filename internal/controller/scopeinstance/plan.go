@@ -5,6 +5,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -103,6 +104,16 @@ type plan struct {
 	// ceiling is set for a bindAll instance with a ceiling
 	// (spec.serviceAccount; see ceiling.go).
 	ceiling *ceiling
+	// refused are the Forbidden outcomes of the bindings the ceiling's
+	// ServiceAccount may not grant (Gather asked it: askCeiling), left out
+	// of want; drop are the existing bindings at their names, deleted
+	// right after the writes.
+	refused []engine.Outcome
+	drop    binding.Set
+	// unbound are the target namespaces where the binding of a pending
+	// role or of a role ahead does not exist: not fully bound, whatever
+	// the writes do (unboundNamespaces).
+	unbound map[string]bool
 	// gate is the instance's gate and what is done with it.
 	gate gatePlan
 }
@@ -110,7 +121,9 @@ type plan struct {
 // gatePlan is what a reconcile decided of the instance's gate.
 type gatePlan struct {
 	op gateOp
-	// want is the gate as it must be (gateCreate, gateNarrow, gateFill).
+	// want is the gate as it must be (gateCreate, gateNarrow, gateFill),
+	// or emptied (gateEnd: binding.EmptiedGate; nil when it is empty
+	// already).
 	want *rbacv1.ClusterRole
 	// cur is oria's gate of this instance as the cache shows it; nil when
 	// it has none.
@@ -152,4 +165,24 @@ func (p *plan) deferAhead() {
 		return existing[engine.Key(b)] || !slices.Contains(p.ahead, binding.RoleOf(b))
 	})
 	p.deferred = n - p.want.Len()
+}
+
+// unboundNamespaces returns the target namespaces where a binding of one
+// of roles (pending, or ahead) does not exist (kept from before): such a
+// namespace is not fully bound.
+func unboundNamespaces(instance string, targets []string, roles []string, existing binding.Set) map[string]bool {
+	if len(roles) == 0 {
+		return nil
+	}
+	have := existing.Keys()
+	out := map[string]bool{}
+	for _, ns := range targets {
+		for _, role := range roles {
+			if !have[types.NamespacedName{Namespace: ns, Name: binding.BindingName(instance, role)}] {
+				out[ns] = true
+				break
+			}
+		}
+	}
+	return out
 }

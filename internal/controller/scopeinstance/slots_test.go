@@ -59,10 +59,10 @@ func TestRequeueInstant(t *testing.T) {
 	}
 }
 
-// TestHold: a fan-out that binds now (inside its window, or gated before
+// TestTakeSlot: a fan-out that binds now (inside its window, or gated before
 // it) waits for a bind slot, and gives it back; a small grant, a fan-out
 // outside its window and a fan-out pending without a gate take none.
-func TestHold(t *testing.T) {
+func TestTakeSlot(t *testing.T) {
 	ctx := context.Background()
 	many := make([]string, binding.SmallGrant+1)
 	for i := range many {
@@ -83,7 +83,7 @@ func TestHold(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newReconciler(Deps{}, Options{MaxConcurrentReconciles: 1, Now: func() time.Time { return t0 }})
 			si := &oriav1alpha1.ScopeInstance{Spec: tc.spec}
-			release, err := r.Hold(ctx, si)
+			release, err := r.TakeSlot(ctx, si)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +96,7 @@ func TestHold(t *testing.T) {
 			}
 			short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 			defer cancel()
-			if _, err := r.Hold(short, si); !errors.Is(err, context.DeadlineExceeded) {
+			if _, err := r.TakeSlot(short, si); !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("a second fan-out with one slot: %v, want to wait until the deadline", err)
 			}
 			release()

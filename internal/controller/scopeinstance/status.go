@@ -2,11 +2,9 @@ package scopeinstance
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -221,21 +219,4 @@ func errorList(errs []error, max int) string {
 		msgs[i] = e.Error()
 	}
 	return status.Enumerate(msgs, max)
-}
-
-// summarizeErrors returns one error for many failed writes, naming the
-// first few, so a status message stays readable when a thousand namespaces
-// fail the same way.
-func summarizeErrors(errs []error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	if len(errs) <= 3 {
-		return errors.Join(errs...)
-	}
-	msgs := make([]string, 3)
-	for i := range msgs {
-		msgs[i] = errs[i].Error()
-	}
-	return fmt.Errorf("%d writes failed, including: %s", len(errs), strings.Join(msgs, "; "))
 }

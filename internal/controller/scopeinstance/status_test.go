@@ -3,6 +3,7 @@ package scopeinstance
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,7 +22,10 @@ import (
 // bindings (here all of res.summary).
 func withBound(instance string, p *plan, res result) result {
 	if p != nil && p.action == bindAll {
-		res.bound = boundNamespaces(instance, p, res.summary)
+		if p.unbound == nil && !p.targets.Cluster {
+			p.unbound = unboundNamespaces(instance, p.targets.Namespaces, append(slices.Clip(p.pending), p.ahead...), p.existing)
+		}
+		res.bound = boundNamespaces(p, res.summary)
 	}
 	return res
 }

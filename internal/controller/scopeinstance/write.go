@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +26,9 @@ type result struct {
 	// ensured are the outcomes of the wanted bindings, those the ceiling
 	// refused (Forbidden) included.
 	ensured []engine.Outcome
+	// written are the outcomes of the bindings written, deleted those of
+	// the bindings deleted, kind by kind (the Events count them).
+	written, deleted engine.SetOutcome
 	// conflicts are sentences naming what was left alone.
 	conflicts []string
 	// bound are the target namespaces where every wanted binding is in
@@ -36,13 +40,14 @@ type result struct {
 	// revoked counts the bindings deleted because the spec or the ceiling
 	// no longer allows them, or the window closed.
 	revoked int
-	// emptied names the gate emptied at the expiry, and left counts its
-	// bindings, deleted by the next reconcile.
+	// emptied names the gate emptied at the expiry (its bindings, the
+	// plan's revoke, are deleted by the next reconcile).
 	emptied string
-	left    int
 	// gateless: the instance's gate could not be created, so nothing was
 	// bound.
 	gateless bool
+	// done: the writes ran to their end (Report owes their Events).
+	done bool
 	// again: look again at once (the gate was emptied at the expiry, its
 	// bindings are deleted next).
 	again bool
@@ -57,6 +62,23 @@ func (res result) err() error {
 	return errors.Join(summarizeErrors(res.summary.Errors), res.published.Err)
 }
 
+// summarizeErrors returns one error for many failed writes, naming the
+// first few, so a status message stays readable when a thousand namespaces
+// fail the same way.
+func summarizeErrors(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	if len(errs) <= 3 {
+		return errors.Join(errs...)
+	}
+	msgs := make([]string, 3)
+	for i := range msgs {
+		msgs[i] = errs[i].Error()
+	}
+	return fmt.Errorf("%d writes failed, including: %s", len(errs), strings.Join(msgs, "; "))
+}
+
 // unwatched reports whether the outcome depends on what oria does not
 // watch, so that only a look after a while notices a change: someone
 // else's object in conflict (a binding, a ClusterRole, a ConfigMap key),
@@ -68,77 +90,76 @@ func (res result) unwatched(p *plan) bool {
 
 // Write carries out the plan, in one order for every action, so that a
 // changed role never leaves a gap without access, nothing is granted
-// early, and a published namespace always has its bindings:
+// early, and a published namespace always has its bindings (what the
+// ceiling's ServiceAccount may grant was asked while gathering):
 //
-//  1. the gate first (writeGateFirst, gate.go): created (a binding is never
-//     made to a name no role holds), emptied or narrowed; outside the
-//     window emptied, which ends the grant: the rest is the next
-//     reconcile's;
-//  2. bindAll: the ceiling asked about roles whose new rules are held back
-//     (askCeiling, ceiling.go: authz.Authorizer.CheckEachBind), the
-//     bindings ensured (engine.Ensure, as the ceiling's ServiceAccount when
-//     the instance names one: writerFor), what the ceiling no longer
-//     allows deleted at once (as oria), then the gate filled;
+//  1. the gate first (writeGateFirst): created (a binding is never made
+//     to a name no role holds), emptied or narrowed; outside the window
+//     emptied, which ends the grant: the rest is the next reconcile's;
+//  2. bind: the bindings ensured (engine.EnsureSet, as the ceiling's
+//     ServiceAccount when the instance names one: writerFor), what the
+//     ceiling no longer allows deleted at once (as oria), then the gate
+//     filled;
 //  3. the publication (publisher.Publisher.Publish, whose writes are the
 //     engine's): the namespaces bound now, none outside the window;
-//  4. the deletions (engine.Delete, as oria: taking access away needs no
-//     ceiling): the stale bindings, every binding outside the window,
+//  4. the deletions (engine.DeleteSet, as oria: taking access away needs
+//     no ceiling): the stale bindings, every binding outside the window,
 //     those a spec error no longer allows;
-//  5. the gate last, once its bindings are gone (deleteGate);
-//  6. the Events (events.go).
+//  5. the gate last, once its bindings are gone (deleteGate).
+//
+// Report (events.go) then records the Events of what it did.
 func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
 	var res result
 	if p.action != bindAll {
 		r.latency.Abandon(si.Name)
 	}
-	gate := r.writeGateFirst(ctx, si, p)
+	gate := r.writeGateFirst(ctx, si, p.gate)
 	switch g := engine.Summarize(gate); {
 	case p.gate.op == gateCreate && len(g.Errors)+len(g.Conflicts) > 0:
 		// No gate, no binding of it: a binding is never made to a name no
-		// role of this instance's holds.
-		res = r.gateMissing(si, g)
+		// role of this instance's holds. A conflict is reported as such,
+		// an error retried.
+		res = result{summary: g, gateless: true}
+		for _, c := range g.Conflicts {
+			res.conflicts = append(res.conflicts, c.Error())
+		}
 		return res, res.err()
 	case p.gate.op == gateEnd && len(gate) > 0 && len(g.Errors) == 0:
 		// The grant ended with that write. Its bindings, which grant
 		// nothing now, are deleted by the next reconcile (again), at
 		// routine priority: after the other grants' work at the same
 		// instant.
-		res = result{summary: g, emptied: p.gate.cur.Name, left: p.revoke.Len(), again: true}
+		res = result{summary: g, emptied: p.gate.cur.Name, again: true}
 		res.published = r.publisher().Publish(ctx, si, false, nil, false)
-		r.recordWindow(ctx, si, p, res)
 		return res, res.err()
 	}
-	var written, revoked engine.SetOutcome
+	var revoked engine.SetOutcome
+	var ensured engine.Summary
 	if p.action == bindAll {
-		var refused []engine.Outcome
 		var err error
-		if written, refused, revoked, err = r.bind(ctx, si, p); err != nil {
+		if res.written, revoked, err = r.bind(ctx, si, p); err != nil {
 			return result{}, err
 		}
 		if p.gate.op == gateFill {
 			gate = r.writeGate(ctx, si, p.gate) // filled once its bindings are in place
 		}
-		res.ensured = append(written.All(), refused...)
-		res.bound = boundNamespaces(si.Name, p, engine.Summarize(res.ensured))
-		if p.gate.wanted() && !p.gate.filled() {
-			// Bound to an empty gate before the window: nothing is granted.
-			res.bound = nil
-		}
+		res.ensured = append(res.written.All(), p.refused...)
+		ensured = engine.Summarize(res.ensured)
+		res.bound = boundNamespaces(p, ensured)
 	}
 	if p.action != revokeOnly {
-		ensured := engine.Summarize(res.ensured)
 		clusterOK := p.action == bindAll && len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted)+p.deferred == 0
 		res.published = r.publisher().Publish(ctx, si, p.action == bindAll && p.targets.Cluster, res.bound, clusterOK)
 	}
-	deleted := revoked.Plus(engine.DeleteSet(ctx, r.writer(), p.revoke))
-	all := deleted.All()
+	res.deleted = revoked.Plus(engine.DeleteSet(ctx, r.writer(), p.revoke))
+	all := res.deleted.All()
 	res.summary = engine.Summarize(res.ensured, all, gate, r.deleteGate(ctx, p.gate, all))
 	res.revoked = len(all)
 	if p.action == bindAll {
 		res.revoked = revoked.Len()
 	}
 	res.conflicts = conflicts(p, res.summary)
-	r.recordWrites(ctx, si, p, res, written, deleted)
+	res.done = true
 	return res, res.err()
 }
 
@@ -147,14 +168,15 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 // what ends the grant.
 var gateKind = engine.WholeClusterRoleKind()
 
-// writeGateFirst writes the gate when it goes before the bindings
-// (gateCreate, gateNarrow; gateEnd: emptied), and returns the outcome.
-func (r *Reconciler) writeGateFirst(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) []engine.Outcome {
-	switch p.gate.op {
-	case gateCreate, gateNarrow:
-		return r.writeGate(ctx, si, p.gate)
-	case gateEnd:
-		return r.emptyGates(ctx, []*rbacv1.ClusterRole{p.gate.cur})
+// writeGateFirst writes the gate when it goes before the bindings:
+// created or narrowed (gateCreate, gateNarrow), or emptied (gateEnd, when
+// it holds rules: one update, never a create), and returns the outcome.
+func (r *Reconciler) writeGateFirst(ctx context.Context, si *oriav1alpha1.ScopeInstance, g gatePlan) []engine.Outcome {
+	switch {
+	case g.op == gateCreate || g.op == gateNarrow:
+		return r.writeGate(ctx, si, g)
+	case g.op == gateEnd && g.want != nil:
+		return engine.Rewrite(ctx, r.writer(), gateKind, managed, []*rbacv1.ClusterRole{g.cur}, []*rbacv1.ClusterRole{g.want})
 	}
 	return nil
 }
@@ -210,18 +232,6 @@ func (r *Reconciler) emptyGates(ctx context.Context, gates []*rbacv1.ClusterRole
 // managed reports whether oria made obj (ownership.IsManaged).
 func managed(obj client.Object) bool { return ownership.IsManaged(obj) }
 
-// gateMissing is the result of a reconcile whose gate could not be
-// created (g: that write): nothing else is written; a conflict is
-// reported as such, an error retried.
-func (r *Reconciler) gateMissing(si *oriav1alpha1.ScopeInstance, g engine.Summary) result {
-	res := result{summary: g, gateless: true}
-	for _, c := range g.Conflicts {
-		res.conflicts = append(res.conflicts, c.Error())
-	}
-	r.recordEvents(si, nil, nil, res.conflicts)
-	return res
-}
-
 // deleteGate deletes a gate that is no longer wanted, once its bindings
 // are deleted (deleted: those deletions): a binding is never left to a
 // name no role holds.
@@ -232,34 +242,28 @@ func (r *Reconciler) deleteGate(ctx context.Context, g gatePlan, deleted []engin
 	return engine.Delete(ctx, r.writer(), gateKind.Name, []*rbacv1.ClusterRole{g.cur})
 }
 
-// bind writes the wanted bindings of a bindAll plan, after the ceiling
-// decided on the roles ahead, then deletes, as oria, at once, those the
-// ceiling no longer allows, and returns the outcomes of the writes, of the
-// ceiling's refusals and of those deletions.
-func (r *Reconciler) bind(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (written engine.SetOutcome, refused []engine.Outcome, revoked engine.SetOutcome, err error) {
+// bind writes the wanted bindings of a bindAll plan, then deletes, as
+// oria, at once, those the ceiling no longer allows (p.drop, and those
+// whose rewrite it refused), and returns the outcomes of the writes and of
+// those deletions.
+func (r *Reconciler) bind(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (written, revoked engine.SetOutcome, err error) {
 	w, err := r.writerFor(si)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	ans := answer{allowed: p.want}
-	if p.ceiling != nil {
-		if ans, err = r.askCeiling(ctx, p.ceiling, p); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	if err := r.holdGate(ctx, si, p.gate, ans.allowed); err != nil {
-		return nil, nil, nil, err
+	if err := r.holdGate(ctx, si, p.gate, p.want); err != nil {
+		return nil, nil, err
 	}
 	instanceOwns := ownership.InstanceOwner(si.Name)
 	owns := func(o client.Object) bool { return instanceOwns(o) }
-	written = engine.EnsureSet(ctx, w, owns, ans.allowed, p.existing)
+	written = engine.EnsureSet(ctx, w, owns, p.want, p.existing)
 	if p.ceiling != nil {
 		// What the ceiling no longer allows goes as soon as it is known,
 		// before anything else is written.
-		revoked = engine.DeleteSet(ctx, r.writer(), ans.beyond(written))
+		revoked = engine.DeleteSet(ctx, r.writer(), p.drop.Plus(refusedRewrites(written.All(), p.want, p.existing)))
 	}
-	r.latency.Bound(si.Name, append(written.All(), ans.refused...))
-	return written, ans.refused, revoked, nil
+	r.latency.Bound(si.Name, append(written.All(), p.refused...))
+	return written, revoked, nil
 }
 
 // conflicts are the sentences naming what a reconcile left alone: the
@@ -332,33 +336,19 @@ func (r *Reconciler) writerFor(si *oriav1alpha1.ScopeInstance) (*engine.Writer, 
 
 // boundNamespaces returns the target namespaces where every intended
 // binding is in place (ensured: the outcomes of the intended bindings,
-// before any stale one is deleted), sorted. A reconcile computes it once:
+// before any stale one is deleted; p.unbound: those where a binding of a
+// pending role is missing), sorted; none while the gate holds no rule
+// (before the window: nothing is granted). A reconcile computes it once:
 // it is both the published list and status.boundNamespaces.
-func boundNamespaces(instance string, p *plan, ensured engine.Summary) []string {
-	if p.targets.Cluster {
+func boundNamespaces(p *plan, ensured engine.Summary) []string {
+	if p.targets.Cluster || (p.gate.wanted() && !p.gate.filled()) {
 		return nil
-	}
-	var existing map[types.NamespacedName]bool
-	if len(p.pending)+len(p.ahead) > 0 {
-		existing = p.existing.Keys()
 	}
 	var out []string
 	for _, ns := range p.targets.Namespaces {
-		if ensured.Bad[ns] || ensured.Skipped[ns] || !pendingBound(instance, ns, p.pending, existing) || !pendingBound(instance, ns, p.ahead, existing) {
-			continue
+		if !ensured.Bad[ns] && !ensured.Skipped[ns] && !p.unbound[ns] {
+			out = append(out, ns)
 		}
-		out = append(out, ns)
 	}
 	return out
-}
-
-// pendingBound reports whether the bindings of the pending roles exist in
-// ns (kept from before), so that ns is still fully bound.
-func pendingBound(instance, ns string, pending []string, existing map[types.NamespacedName]bool) bool {
-	for _, role := range pending {
-		if !existing[types.NamespacedName{Namespace: ns, Name: binding.BindingName(instance, role)}] {
-			return false
-		}
-	}
-	return true
 }
