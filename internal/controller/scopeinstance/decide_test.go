@@ -28,11 +28,22 @@ type decided struct {
 	Ahead    []string
 	Deferred int
 	Pins     map[string]string
+	// Emptied: at the expiry, the gate's emptied form is planned (a
+	// gate that holds rules).
+	Emptied bool
+	// Unbound are the namespaces a pending role, or a role ahead, leaves
+	// not fully bound.
+	Unbound []string
 }
 
 func decidedOf(p *plan) decided {
 	d := decided{Action: p.action, Gate: p.gate.op, Filled: p.gate.filled(), Conflict: p.gate.conflict != "", Want: bindingKeys(p.want), Revoke: bindingKeys(p.revoke),
-		Pending: p.pending, Ahead: p.ahead, Deferred: p.deferred, Pins: p.pins}
+		Pending: p.pending, Ahead: p.ahead, Deferred: p.deferred, Pins: p.pins, Emptied: p.gate.op == gateEnd && p.gate.want != nil}
+	for _, ns := range p.targets.Namespaces {
+		if p.unbound[ns] {
+			d.Unbound = append(d.Unbound, ns)
+		}
+	}
 	if p.specErr != nil {
 		d.SpecErr = p.specErr.Reason
 	}
@@ -86,7 +97,11 @@ func TestDecide(t *testing.T) {
 	}{{
 		name: "expired: every binding goes, the gate emptied first and deleted last, nothing else read",
 		g:    gathered{si: expired, existing: binding.Set{RoleBindings: rbs(expired, "view", "a", "b")}, gate: gate(expired, true)},
-		want: decided{Action: revokeAll, Gate: gateEnd, Revoke: []string{"a>view", "b>view"}, Pins: map[string]string{"a": "uid-a"}},
+		want: decided{Action: revokeAll, Gate: gateEnd, Emptied: true, Revoke: []string{"a>view", "b>view"}, Pins: map[string]string{"a": "uid-a"}},
+	}, {
+		name: "expired, its gate emptied already: nothing to empty, the bindings go, then the gate",
+		g:    gathered{si: expired, existing: binding.Set{RoleBindings: rbs(expired, "view", "a")}, gate: gate(expired, false)},
+		want: decided{Action: revokeAll, Gate: gateEnd, Revoke: []string{"a>view"}, Pins: map[string]string{"a": "uid-a"}},
 	}, {
 		name: "pending: nothing bound before notBefore, the listed namespaces pinned",
 		g:    gathered{si: pending, namespaces: nss},
@@ -114,13 +129,13 @@ func TestDecide(t *testing.T) {
 		name: "an inline role not created yet: pending, its bindings not made",
 		g: gathered{si: listed, namespaces: nss, template: inlineTmpl, inline: map[string]inlineRole{"t-inline": {state: rolePending}},
 			existing: binding.Set{RoleBindings: rbs(listed, "t-inline", "a")}},
-		want: decided{Action: bindAll, Want: []string{"a>view", "b>view"}, Pending: []string{"t-inline"},
+		want: decided{Action: bindAll, Want: []string{"a>view", "b>view"}, Pending: []string{"t-inline"}, Unbound: []string{"b"},
 			Pins: map[string]string{"a": "uid-a", "b": "uid-b"}},
 	}, {
 		name: "an inline role whose rules lag: no new binding of it, the existing one kept",
 		g: gathered{si: listed, namespaces: nss, template: inlineTmpl, inline: map[string]inlineRole{"t-inline": {state: roleReady}},
 			existing: binding.Set{RoleBindings: rbs(listed, "t-inline", "a")}},
-		want: decided{Action: bindAll, Want: []string{"a>t-inline", "a>view", "b>view"}, Ahead: []string{"t-inline"}, Deferred: 1,
+		want: decided{Action: bindAll, Want: []string{"a>t-inline", "a>view", "b>view"}, Ahead: []string{"t-inline"}, Deferred: 1, Unbound: []string{"b"},
 			Pins: map[string]string{"a": "uid-a", "b": "uid-b"}},
 	}, {
 		name: "gated, no gate yet: created first, filled inside the window",
