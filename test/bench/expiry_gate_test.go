@@ -8,6 +8,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	"github.com/operator-framework/oria/internal/binding"
 )
 
 // TestSettledAt: since when a gate has been in the wanted states; an
@@ -107,5 +112,29 @@ func TestBoundTo(t *testing.T) {
 				t.Errorf("boundTo = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestStateOf: a gate holding its seal alone is empty (every gate holds
+// it), one with the sources' rules filled, as the watch sees them
+// (unstructured).
+func TestStateOf(t *testing.T) {
+	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "si", UID: "uid"}}
+	sources := []binding.GateSource{{Name: "view", Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}}
+	for _, c := range []struct {
+		name string
+		open bool
+		want gateState
+	}{{"before notBefore: the seal alone", false, gateEmpty}, {"open: the sources' rules", true, gateFilled}} {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(binding.GateRole(si, sources, c.open))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := stateOf(&unstructured.Unstructured{Object: u}); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+	if got := stateOf("not an object"); got != gateAbsent {
+		t.Errorf("not an object: %s, want absent", got)
 	}
 }

@@ -7,15 +7,20 @@ import (
 	"sync"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/operator-framework/oria/internal/ownership"
 )
 
 // gateState is what a watch shows of a gate (binding.GateRole): absent,
-// there without rules (the grant grants nothing), or there with rules.
+// there with its seal alone (the grant grants nothing), or there with
+// rules beyond its seal (ownership.GateGrants).
 type gateState int
 
 const (
@@ -66,16 +71,22 @@ func watchGate(ctx context.Context, dyn dynamic.Interface, name string) (*gateWa
 }
 
 func (g *gateWatch) update(obj any) {
+	g.note(stateOf(obj))
+}
+
+// stateOf is the state of the gate obj shows (unstructured, as a dynamic
+// informer gives it): filled when it holds a rule beyond its seal, which
+// every gate holds, empty or not.
+func stateOf(obj any) gateState {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return
+		return gateAbsent
 	}
-	rules, _, _ := unstructured.NestedSlice(u.Object, "rules")
-	if len(rules) > 0 {
-		g.note(gateFilled)
-	} else {
-		g.note(gateEmpty)
+	role := &rbacv1.ClusterRole{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, role); err != nil || !ownership.GateGrants(role) {
+		return gateEmpty
 	}
+	return gateFilled
 }
 
 // note records state, unless it is the current one.
