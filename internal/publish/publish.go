@@ -159,16 +159,19 @@ var WorkloadKinds = []string{KindDeployment, KindStatefulSet, KindDaemonSet}
 // Restart returns the apply configuration that sets the restart annotation
 // of a workload's pod template to hash: a rollout when the value changes
 // (as kubectl rollout restart's restartedAt), nothing when it is already
-// there. nil for an unknown kind.
-func Restart(kind, namespace, name, hash string) runtime.ApplyConfiguration {
+// there. It names the UID of the workload listed: one deleted since, or
+// replaced by another of its name (which the restart labels may not
+// select), is left alone (engine.Gone), never created or restarted. nil
+// for an unknown kind.
+func Restart(kind, namespace, name string, uid types.UID, hash string) runtime.ApplyConfiguration {
 	tmpl := corev1ac.PodTemplateSpec().WithAnnotations(map[string]string{oriav1alpha1.AnnotationRestartedFor: hash})
 	switch kind {
 	case KindDeployment:
-		return appsv1ac.Deployment(name, namespace).WithSpec(appsv1ac.DeploymentSpec().WithTemplate(tmpl))
+		return appsv1ac.Deployment(name, namespace).WithUID(uid).WithSpec(appsv1ac.DeploymentSpec().WithTemplate(tmpl))
 	case KindStatefulSet:
-		return appsv1ac.StatefulSet(name, namespace).WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(tmpl))
+		return appsv1ac.StatefulSet(name, namespace).WithUID(uid).WithSpec(appsv1ac.StatefulSetSpec().WithTemplate(tmpl))
 	case KindDaemonSet:
-		return appsv1ac.DaemonSet(name, namespace).WithSpec(appsv1ac.DaemonSetSpec().WithTemplate(tmpl))
+		return appsv1ac.DaemonSet(name, namespace).WithUID(uid).WithSpec(appsv1ac.DaemonSetSpec().WithTemplate(tmpl))
 	}
 	return nil
 }

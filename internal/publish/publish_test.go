@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -156,9 +158,19 @@ func TestRestarted(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
-	if Restart(KindDeployment, "op", "d", "h") == nil || Restart(KindStatefulSet, "op", "s", "h") == nil ||
-		Restart(KindDaemonSet, "op", "ds", "h") == nil || Restart("Pod", "op", "p", "h") != nil {
+	if Restart(KindDeployment, "op", "d", "u", "h") == nil || Restart(KindStatefulSet, "op", "s", "u", "h") == nil ||
+		Restart(KindDaemonSet, "op", "ds", "u", "h") == nil || Restart("Pod", "op", "p", "u", "h") != nil {
 		t.Error("Restart kinds")
+	}
+	// The restart names the workload listed, by its UID.
+	for _, kind := range WorkloadKinds {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(Restart(kind, "op", "w", "uid-1", "h"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uid, _, _ := unstructured.NestedString(u, "metadata", "uid"); uid != "uid-1" {
+			t.Errorf("Restart(%s): metadata.uid %q, want uid-1", kind, uid)
+		}
 	}
 }
 

@@ -198,7 +198,11 @@ func (p *Publisher) restart(ctx context.Context, instance, namespace string, sel
 			if w.DeletionTimestamp != nil {
 				continue
 			}
-			if err := engine.ApplyForced(ctx, p.Writer, publish.Restart(kind, namespace, w.Name, hash), publish.FieldOwner(instance)); err != nil {
+			err := engine.ApplyForced(ctx, p.Writer, publish.Restart(kind, namespace, w.Name, w.UID, hash), publish.FieldOwner(instance))
+			if engine.Gone(err) {
+				continue // deleted, or replaced by another, since it was listed
+			}
+			if err != nil {
 				return nil, fmt.Errorf("restarting %s %s/%s: %w", kind, namespace, w.Name, err)
 			}
 			out = append(out, kind+"/"+w.Name)

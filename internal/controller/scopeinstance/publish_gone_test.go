@@ -6,9 +6,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
@@ -75,4 +77,41 @@ func TestPublicationNeverRecreatesAConfigMap(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, gone)
 	assert.Equal(t, other.Data, get(t, ref.Name, op, &corev1.ConfigMap{}).Data)
+}
+
+// TestRestartNamesTheWorkloadListed: the restart of a workload names the
+// UID of the one the publisher listed. A Deployment replaced by another of
+// its name since (which the restart labels may not select) is left alone
+// (engine.Gone): no restart annotation on the new one; the one listed,
+// still there, is restarted.
+func TestRestartNamesTheWorkloadListed(t *testing.T) {
+	testutil.NeedCluster(t)
+	ctx := context.Background()
+	op := namespace(t, "op", nil)
+	instance := testutil.UniqueName("si")
+	w := &engine.Writer{Client: k8sClient, Revoker: k8sClient, Reader: k8sClient, Cache: k8sClient, Memo: engine.NewMemo(), Engine: engine.New(engine.Unobserved)}
+	deployment := func(labels map[string]string) *appsv1.Deployment {
+		sel := map[string]string{"app": "x"}
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: op, Name: "workload", Labels: labels},
+			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}, Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/x"}}}}}}
+	}
+	listed := deployment(map[string]string{"restart": "me"})
+	require.NoError(t, k8sClient.Create(ctx, listed))
+	restart := func(uid types.UID) error {
+		return engine.ApplyForced(ctx, w, publish.Restart(publish.KindDeployment, op, "workload", uid, "h1"), publish.FieldOwner(instance))
+	}
+	annotation := func() string {
+		return get(t, "workload", op, &appsv1.Deployment{}).Spec.Template.Annotations[oriav1alpha1.AnnotationRestartedFor]
+	}
+
+	require.NoError(t, k8sClient.Delete(ctx, listed))
+	other := deployment(nil) // not labelled for a restart
+	require.NoError(t, k8sClient.Create(ctx, other))
+	err := restart(listed.UID)
+	assert.True(t, engine.Gone(err), "the restart of a replaced Deployment: %v", err)
+	assert.Empty(t, annotation(), "the Deployment that took the listed one's name was restarted")
+
+	require.NoError(t, restart(other.UID))
+	assert.Equal(t, "h1", annotation(), "the Deployment listed, still there, is restarted")
 }
