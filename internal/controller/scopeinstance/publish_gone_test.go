@@ -69,10 +69,25 @@ func TestPublicationNeverRecreatesAConfigMap(t *testing.T) {
 	assert.NotContains(t, after.Annotations, publish.AnnotationKey(instance))
 
 	// The ConfigMap as read, still there: the withdrawal takes the
-	// instance's fields away, and the key is written.
-	_, err = engine.ApplyFields(ctx, w, publish.ConfigMap(instance, ref, op, other.UID), publish.FieldOwner(instance))
+	// instance's fields away, and the key is written. The key is read as
+	// the ConfigMap was right after the write (a list at exactly the
+	// write's resourceVersion): the controller, which runs in this suite,
+	// withdraws the key of an instance that does not exist as soon as its
+	// watch shows the ConfigMap, so a read now may not see it.
+	written := publish.ConfigMap(instance, ref, op, other.UID)
+	_, err = engine.ApplyFields(ctx, w, written, publish.FieldOwner(instance))
 	require.NoError(t, err)
-	assert.Equal(t, op, get(t, ref.Name, op, &corev1.ConfigMap{}).Data[ref.KeyOrDefault()])
+	require.NotNil(t, written.ResourceVersion, "the apply's answer")
+	var then corev1.ConfigMapList
+	require.NoError(t, k8sClient.List(ctx, &then, client.InNamespace(op), &client.ListOptions{Raw: &metav1.ListOptions{
+		ResourceVersion: *written.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact}}))
+	var key string
+	for _, cm := range then.Items {
+		if cm.Name == ref.Name {
+			key = cm.Data[ref.KeyOrDefault()]
+		}
+	}
+	assert.Equal(t, op, key, "the key, right after the write")
 	gone, err = engine.Withdraw(ctx, w, publish.Withdrawal(op, ref.Name, other.UID), publish.FieldOwner(instance))
 	require.NoError(t, err)
 	assert.False(t, gone)
