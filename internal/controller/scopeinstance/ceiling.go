@@ -110,7 +110,8 @@ func (c *ceiling) identity() subjects.Identity {
 // name goes to p.drop.
 func (r *Reconciler) askCeiling(ctx context.Context, p *plan) error {
 	c := p.ceiling
-	grants := ask(c, p.want, p.existing)
+	existing := p.existing.ByKey()
+	grants := ask(c, p.want, existing)
 	if len(grants) == 0 {
 		return nil
 	}
@@ -124,14 +125,14 @@ func (r *Reconciler) askCeiling(ctx context.Context, p *plan) error {
 	for _, d := range denials {
 		denied[d.Grant] = d.Message(user.Username) + " (the ScopeTemplate's new rules)"
 	}
-	p.want, p.refused, p.drop = split(p.want, p.existing.ByKey(), denied)
+	p.want, p.refused, p.drop = split(p.want, existing, denied)
 	return nil
 }
 
 // ask returns the grants of the wanted bindings of roles ahead that do
-// not already record the role's new rules.
-func ask(c *ceiling, want, have binding.Set) (out []binding.Grant) {
-	existing := have.ByKey()
+// not already record the role's new rules (existing: the instance's
+// bindings by key).
+func ask(c *ceiling, want binding.Set, existing map[types.NamespacedName]client.Object) (out []binding.Grant) {
 	for _, b := range want.Objects() {
 		role := binding.RoleOf(b)
 		if _, ahead := c.ahead[role]; !ahead {

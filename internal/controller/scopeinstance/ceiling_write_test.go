@@ -43,11 +43,11 @@ func TestAsk(t *testing.T) {
 		ceilingRB("b", "inline", "old"), // records the old rules
 		ceilingRB("a", "ref", "old"),    // not ahead: the API server checks it when it is written
 	}}
-	got := ask(c, want, have)
+	got := ask(c, want, have.ByKey())
 	if d := cmp.Diff([]binding.Grant{{Role: "inline", Namespace: "b"}, {Role: "inline", Namespace: "c"}}, got); d != "" {
 		t.Errorf("ask (-want +got):\n%s", d)
 	}
-	if got := ask(&ceiling{values: c.values}, want, have); got != nil {
+	if got := ask(&ceiling{values: c.values}, want, have.ByKey()); got != nil {
 		t.Errorf("ask with nothing ahead = %v, want nothing", got)
 	}
 }
