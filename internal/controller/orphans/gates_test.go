@@ -81,7 +81,10 @@ func TestOrphanedGateGoesAfterItsBindings(t *testing.T) {
 	live := &rbacv1.ClusterRole{}
 	require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(gate), live), "the gate was deleted while its bindings name it")
 	assert.False(t, ownership.GateGrants(live), "the orphaned gate keeps its rules: %v", live.Rules)
-	assert.Equal(t, int64(1), writes.Total(), "writes: %s", writes)
+	// One write, the emptying, or none when the suite's own sweep, woken
+	// by the instance's deletion, emptied the gate first (CI caught that
+	// race).
+	assert.LessOrEqual(t, writes.Total(), int64(1), "writes: %s", writes)
 	for _, b := range bindings {
 		require.NoError(t, k8sClient.Get(ctx, client.ObjectKeyFromObject(b), &rbacv1.RoleBinding{}), "binding %s", b.GetName())
 	}
