@@ -7,11 +7,11 @@
 //   - RBAC objects oria owns: the extension controller's generated
 //     ClusterRoles, the ScopeTemplate controller's inline ClusterRoles, the
 //     ScopeInstance controller's RoleBindings and ClusterRoleBindings
-//     (Ensure, Delete: ensure.go, delete.go; Kinds in kinds.go; a grant's
-//     bindings as one binding.Set: EnsureSet, DeleteSet, set.go), and
-//     ClusterRoles the caller read and rewrites, never creating them
-//     (Rewrite, and PatchTested, a JSON patch tested against the
-//     resourceVersion read: rewrite.go);
+//     (Ensure, Delete: write.go; Kinds in kinds.go; a grant's bindings as
+//     one binding.Set: EnsureSet, DeleteSet, set.go), and ClusterRoles the
+//     caller read and rewrites, never creating them (Rewrite, write.go, and
+//     PatchTested, a JSON patch tested against the resourceVersion read,
+//     handover.go);
 //   - the ScopeTemplates and ScopeInstances compiled from RBACPolicies
 //     (Ensure, Delete; ScopeTemplateKind, ScopeInstanceKind in
 //     oriakinds.go: repaired by an update of the whole spec);
@@ -22,7 +22,7 @@
 //     DeleteUnchanged: shared.go; package publisher's publication writes);
 //   - the one label oria owns on a bundle-provided ClusterRole in Legacy
 //     mode (Apply: apply.go), and the hand-over of a generated role that
-//     the extension's Helm release adopted (HandOverAll: handover.go);
+//     the extension's Helm release adopted (HandOverAll, handover.go);
 //   - oria's label on what an earlier oria created without it (AddLabel:
 //     shared.go, manager.Relabel at start).
 //
@@ -43,7 +43,18 @@
 //     label that would widen access); a delete and create when an immutable
 //     field differs (a binding's roleRef);
 //   - deletions carry a UID precondition, so an object replaced meanwhile by
-//     someone else's is never deleted.
+//     someone else's is never deleted;
+//   - a finalizer on an object oria deletes never keeps a grant alive. The
+//     RBAC authorizer honours a binding (and a ClusterRole's rules) until
+//     the object is gone, not until its deletion is requested, and anyone
+//     who may update an object may add a finalizer to it: a namespace admin
+//     to the RoleBindings oria made in their namespace. oria made the object
+//     and decides when it goes, so before it deletes one that carries
+//     finalizers, and whenever its cache shows one of its objects held in
+//     deletion by finalizers, it removes them (release). Nothing oria makes
+//     carries a finalizer of oria's own; an object that carries Kubernetes'
+//     foregroundDeletion (for the garbage collector, while no oria runs)
+//     loses it too when oria deletes it.
 //
 // Writes fan out over a bounded worker pool, within the write tokens of the
 // Engine shared by one set of controllers; one object's failure never
@@ -54,6 +65,7 @@ package engine
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -163,3 +175,56 @@ type Kind[T client.Object] struct {
 
 // Never is the Replace of a kind whose objects have no immutable field.
 func Never[T client.Object](cur, want T) bool { return false }
+
+// MaxInFlight bounds the writes of all reconciles of one set of
+// controllers together (of every controller of a manager: they share one
+// Engine). With no client-side rate limit it is the most write requests
+// oria has in flight at once; the API server's priority and fairness
+// queues the rest. More would not make a fan-out faster: the largest
+// benchmark converged as fast with 2 reconciles of 64 writes as with 8
+// (docs/benchmarks.md, History, 8cb0c1e).
+const MaxInFlight = 128
+
+// Engine is the state the write engine keeps for one set of controllers
+// (controller.SetupAll makes one per manager, so that two managers in one
+// process never share it): the write tokens all their reconciles share
+// (MaxInFlight) and the observer of every outcome.
+type Engine struct {
+	// inFlight holds a token per write in flight.
+	inFlight chan struct{}
+	// observer is called with the outcomes of every Ensure, Delete, Apply
+	// and HandOverAll and the kind of their objects.
+	observer Observer
+}
+
+// Observer sees the outcomes of every write of an Engine, with the kind of
+// their objects: metrics.ObserveWrites counts them (oria_writes_total). It
+// must be safe for concurrent use.
+type Observer func(kind string, outcomes []Outcome)
+
+// Unobserved is the Observer of an Engine whose writes nobody counts (a
+// test's).
+func Unobserved(string, []Outcome) {}
+
+// New returns an Engine with MaxInFlight write tokens that reports every
+// outcome to observer.
+func New(observer Observer) *Engine {
+	return &Engine{inFlight: make(chan struct{}, MaxInFlight), observer: observer}
+}
+
+func (e *Engine) observe(kind string, out []Outcome) []Outcome {
+	if len(out) > 0 {
+		e.observer(kind, out)
+	}
+	return out
+}
+
+// applyKind is the kind an apply configuration names, for the observer.
+func applyKind(acs []runtime.ApplyConfiguration) string {
+	for _, ac := range acs {
+		if k, ok := ac.(interface{ GetKind() *string }); ok && k.GetKind() != nil {
+			return *k.GetKind()
+		}
+	}
+	return ""
+}

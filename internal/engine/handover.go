@@ -2,7 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
 
+	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -37,4 +40,27 @@ func HandOverAll(ctx context.Context, w *Writer, kind string, items []HandOver) 
 		objs[i], patches[h.Object] = h.Object, h.Patch
 	}
 	return PatchTested(ctx, w, kind, objs, func(o client.Object) []map[string]any { return patches[o] })
+}
+
+// PatchTested applies to each of objs, as the caller's cache shows it, the
+// JSON patch operations ops returns, after a first operation that tests the
+// resourceVersion the cache showed. Unlike Rewrite it never writes over a
+// change it did not see: an object changed meanwhile is left alone
+// (Failed; the caller looks again at what its cache then shows), one
+// deleted meanwhile counts as Unchanged. It writes under oria's field
+// manager.
+func PatchTested[T client.Object](ctx context.Context, w *Writer, kind string, objs []T, ops func(T) []map[string]any) []Outcome {
+	out := make([]Outcome, len(objs))
+	w.Engine.Parallel(w.workers(), len(objs), func(i int) {
+		obj := objs[i].DeepCopyObject().(client.Object)
+		out[i] = Outcome{Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Updated}
+		err := jsonPatch(ctx, w.Client, obj, "/metadata/resourceVersion", objs[i].GetResourceVersion(), ops(objs[i]), client.FieldOwner(oriav1alpha1.FieldOwner))
+		switch {
+		case apierrors.IsNotFound(err):
+			out[i].Action = Unchanged
+		case err != nil:
+			out[i].Action, out[i].Err = Failed, fmt.Errorf("patching %s %s: %w", kind, describe(obj), err)
+		}
+	})
+	return w.Engine.observe(kind, out)
 }

@@ -72,3 +72,60 @@ func Summarize(outcomes ...[]Outcome) Summary {
 func (s Summary) Wrote() bool {
 	return s.Count[Created]+s.Count[Updated]+s.Count[Replaced]+s.Count[Deleted] > 0
 }
+
+// KindOutcome is the outcomes of the bindings of one kind of a
+// binding.Set, in the set's order.
+type KindOutcome struct {
+	// Kind is the bindings' kind (Kind.Name).
+	Kind string
+	// Namespaced: the kind's bindings are in namespaces.
+	Namespaced bool
+	Outcomes   []Outcome
+}
+
+// SetOutcome is one outcome per binding of a binding.Set, keyed like the
+// set: kind by kind, in its order (EnsureSet, DeleteSet).
+type SetOutcome []KindOutcome
+
+// All returns every outcome of s, kind after kind: in the order of the
+// set's Objects.
+func (s SetOutcome) All() []Outcome {
+	var out []Outcome
+	for _, k := range s {
+		switch {
+		case len(k.Outcomes) == 0:
+		case out == nil:
+			// One kind alone (the usual grant): its outcomes as they
+			// are, not copied.
+			out = k.Outcomes[:len(k.Outcomes):len(k.Outcomes)]
+		default:
+			out = append(out, k.Outcomes...)
+		}
+	}
+	return out
+}
+
+// Len counts the outcomes of s.
+func (s SetOutcome) Len() int {
+	n := 0
+	for _, k := range s {
+		n += len(k.Outcomes)
+	}
+	return n
+}
+
+// Plus returns the outcomes of s followed by those of o, kind by kind
+// (either may be empty).
+func (s SetOutcome) Plus(o SetOutcome) SetOutcome {
+	if len(s) == 0 {
+		return o
+	}
+	out := make(SetOutcome, len(s))
+	for i, k := range s {
+		out[i] = k
+		if i < len(o) {
+			out[i].Outcomes = append(k.Outcomes[:len(k.Outcomes):len(k.Outcomes)], o[i].Outcomes...)
+		}
+	}
+	return out
+}

@@ -211,10 +211,10 @@ func (r *Reconciler) writer() *engine.Writer {
 }
 
 // write applies the plan through the engine: generated roles first
-// (engine.Ensure, engine/ensure.go), then hand-overs of roles the bundle
+// (engine.Ensure, engine/write.go), then hand-overs of roles the bundle
 // adopted (engine.HandOverAll, engine/handover.go), bundle labels
 // (engine.Apply, engine/apply.go), then deletions (engine.Delete,
-// engine/delete.go).
+// engine/write.go).
 func (r *Reconciler) write(ctx context.Context, p *plan) outcome {
 	if !p.valid {
 		return outcome{}

@@ -210,7 +210,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (ctrl.Result, e
 }
 
 // writer is the engine's writer of one deletion (engine.Delete,
-// engine/delete.go).
+// engine/write.go).
 func (r *Reconciler) writer() *engine.Writer {
 	return &engine.Writer{Client: r.Client, Revoker: r.Client, Reader: r.APIReader, Cache: r.Client, Memo: r.memo, Engine: r.Engine, Workers: 1}
 }

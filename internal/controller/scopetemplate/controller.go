@@ -257,7 +257,7 @@ var roleKind = engine.ClusterRoleKind()
 
 // write creates, repairs or deletes the template's inline ClusterRoles as
 // the plan says, and records what changed: engine.Ensure, then
-// engine.Delete (engine/ensure.go, engine/delete.go).
+// engine.Delete (engine/write.go).
 func (r *Reconciler) write(ctx context.Context, t *oriav1alpha1.ScopeTemplate, p *plan) engine.Summary {
 	w := r.writer()
 	owns := func(o client.Object) bool { return ownership.TemplateOwns(o, t.Name) }

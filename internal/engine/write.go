@@ -3,11 +3,11 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,17 +17,18 @@ import (
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 )
 
-// The Ensure path, read top to bottom: every function it calls in this
-// package is below it, in the order it is first called, but for the
-// Memo's one question (Memo.look, memo.go), the Kind's comparisons
-// (kinds.go), the fan-out (Engine.Parallel, parallel.go) and the observer
-// (Engine.observe, parallel.go). Ensure sorts each desired object by what
-// oria's cache and the Memo say of it; what needs a write goes to
+// The writes of one kind of object, read top to bottom: Ensure, then
+// Rewrite and Delete, which use its leaves, and the fan-out every write of
+// the package runs on (Engine.Parallel). Every function Ensure calls in
+// this package is below it, in the order it is first called, but for the
+// Memo's questions (Memo.look, Memo.tell: memo.go), the Kind's comparisons
+// (kinds.go), the reading of the API server's answers (errors.go) and the
+// observer (Engine.observe, engine.go). Ensure sorts each desired object by
+// what oria's cache and the Memo say of it; what needs a write goes to
 // ensureCached (oria's object, drifted or being deleted: recreate or
 // repair) or ensureUncached (create, or read a remembered conflict again);
 // an object found to exist after all is classified (classify): repaired
-// when it is oria's, reported and remembered when it is not. Delete
-// (delete.go) and Apply (apply.go) use the same leaves.
+// when it is oria's, reported and remembered when it is not.
 
 // Ensure makes every object of desired exist as intended. owns tells an
 // object oria created for this owner from anyone else's; cached holds the
@@ -86,25 +87,6 @@ func Key(obj client.Object) types.NamespacedName {
 	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
-// ConflictError says that an object oria would write exists and is not
-// oria's (for this owner).
-type ConflictError struct {
-	Kind      string
-	Namespace string
-	Name      string
-}
-
-func (e *ConflictError) Error() string {
-	if e.Namespace != "" {
-		return fmt.Sprintf("%s %q in namespace %q exists and was not created by oria for this object", e.Kind, e.Name, e.Namespace)
-	}
-	return fmt.Sprintf("%s %q exists and was not created by oria for this object", e.Kind, e.Name)
-}
-
-func conflictError(kind string, obj client.Object) error {
-	return &ConflictError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
-}
-
 // terminating reports whether obj's deletion was requested.
 func terminating(obj client.Object) bool {
 	return !obj.GetDeletionTimestamp().IsZero()
@@ -146,7 +128,7 @@ func ensureCached[T client.Object](ctx context.Context, w *Writer, k Kind[T], cu
 }
 
 // recreate handles oria's object cur whose deletion someone requested while
-// it is still intended: its finalizers are removed (release, delete.go), so
+// it is still intended: its finalizers are removed (release), so
 // that it goes at once, and want is created again. An object still there
 // (the API server has not finished deleting it) is expected to go: its
 // delete event brings the next reconcile.
@@ -195,37 +177,11 @@ func jsonPatch(ctx context.Context, c client.Client, obj client.Object, path str
 	return c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body), opts...)
 }
 
-// refused turns the error of a write that grants into an action.
-func (w *Writer) refused(err error, format string, args ...any) (Action, error) {
-	wrapped := fmt.Errorf(format+": %w", append(args, err)...)
-	if w.Ceiling && apierrors.IsForbidden(err) {
-		return Forbidden, wrapped
-	}
-	return Failed, wrapped
-}
-
 func describe(obj client.Object) string {
 	if obj.GetNamespace() != "" {
 		return fmt.Sprintf("%q in namespace %q", obj.GetName(), obj.GetNamespace())
 	}
 	return fmt.Sprintf("%q", obj.GetName())
-}
-
-// namespaceGone reports whether a create failed because its namespace is
-// being deleted or no longer exists: expected while namespaces come and go,
-// and not worth a retry.
-func namespaceGone(err error) bool {
-	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) ||
-		(apierrors.IsNotFound(err) && isNamespaceNotFound(err))
-}
-
-func isNamespaceNotFound(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return false
-	}
-	d := status.Status().Details
-	return d != nil && d.Kind == "namespaces"
 }
 
 // repair turns oria's object cur into want (see the package documentation):
@@ -360,4 +316,72 @@ func ByKey[T client.Object](objs []T) map[types.NamespacedName]T {
 		m[Key(o)] = o
 	}
 	return m
+}
+
+// Rewrite turns objects the caller read (cur) into want (want[i] for
+// cur[i]) in parallel, one write each (Kind.Merge: an update, or an
+// apply), never creating one: an object gone meanwhile counts as
+// Unchanged, one owns does not accept is a conflict, left alone. An object
+// being deleted is rewritten as it is (its finalizers stay; Ensure would
+// release it and create it again). Nothing to rewrite costs nothing.
+func Rewrite[T client.Object](ctx context.Context, w *Writer, k Kind[T], owns func(client.Object) bool, cur, want []T) []Outcome {
+	if len(cur) == 0 {
+		return nil
+	}
+	out := make([]Outcome, len(cur))
+	w.Engine.Parallel(w.workers(), len(cur), func(i int) {
+		out[i] = Outcome{Namespace: cur[i].GetNamespace(), Name: cur[i].GetName()}
+		if !owns(cur[i]) {
+			out[i].Action, out[i].Err, out[i].Existing = Conflict, conflictError(k.Name, cur[i]), cur[i]
+			return
+		}
+		out[i].Action, out[i].Err = repair(ctx, w, k, cur[i], want[i])
+		if apierrors.IsNotFound(out[i].Err) {
+			out[i].Action, out[i].Err = Unchanged, nil
+		}
+	})
+	return w.Engine.observe(k.Name, out)
+}
+
+// Delete deletes objs in parallel, each only if it is still the object
+// that was read (UID precondition); an object already gone, or replaced by
+// another meanwhile, counts as deleted. Finalizers never hold a deletion
+// back (see release).
+func Delete[T client.Object](ctx context.Context, w *Writer, kind string, objs []T) []Outcome {
+	out := make([]Outcome, len(objs))
+	w.Engine.Parallel(w.workers(), len(objs), func(i int) {
+		obj := objs[i]
+		out[i] = Outcome{Namespace: obj.GetNamespace(), Name: obj.GetName(), Action: Deleted}
+		uid := obj.GetUID()
+		err := release(ctx, w.Revoker, obj)
+		if err == nil {
+			err = w.Revoker.Delete(ctx, obj, client.Preconditions{UID: &uid})
+		}
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			out[i].Action, out[i].Err = Failed, fmt.Errorf("deleting %s %s: %w", kind, describe(obj), err)
+		}
+	})
+	return w.Engine.observe(kind, out)
+}
+
+// Parallel calls fn(i) for i in [0,n) on at most workers goroutines, each
+// call holding one of e's MaxInFlight write tokens.
+func (e *Engine) Parallel(workers, n int, fn func(i int)) {
+	workers = min(workers, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				e.inFlight <- struct{}{}
+				fn(i)
+				<-e.inFlight
+			}
+		})
+	}
+	wg.Wait()
 }
