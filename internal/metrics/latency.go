@@ -81,17 +81,16 @@ func (l *NamespaceLatency) prune(now time.Time) {
 	}
 }
 
-// Bound takes the outcomes of an instance's RoleBindings: for each
-// namespace with a pending event, a Created binding observes the latency,
-// and any other outcome (unchanged, conflict, failure) ends the wait
-// without one.
-func (l *NamespaceLatency) Bound(instance string, outcomes []engine.Outcome) {
+// Bound takes the outcomes of an instance's RoleBindings, written at at
+// (by the clock Now reads): for each namespace with a pending event, a
+// Created binding observes the latency, and any other outcome (unchanged,
+// conflict, failure) ends the wait without one.
+func (l *NamespaceLatency) Bound(instance string, outcomes []engine.Outcome, at time.Time) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.Now()
 	created := map[string]bool{}
 	for _, o := range outcomes {
 		if o.Action == engine.Created {
@@ -100,13 +99,13 @@ func (l *NamespaceLatency) Bound(instance string, outcomes []engine.Outcome) {
 	}
 	for _, o := range outcomes {
 		k := pendingKey{instance, o.Namespace}
-		at, ok := l.pending[k]
+		seen, ok := l.pending[k]
 		if !ok {
 			continue
 		}
 		delete(l.pending, k)
 		if created[o.Namespace] {
-			l.observe(now.Sub(at).Seconds())
+			l.observe(at.Sub(seen).Seconds())
 		}
 	}
 }

@@ -182,12 +182,14 @@ func TestNamespaceLatency(t *testing.T) {
 	l.Seen("si", "new") // a second event: the clock runs from the first
 	now = now.Add(200 * time.Millisecond)
 	l.Forget("gone")
+	written := now
+	now = now.Add(time.Second) // measured to the write, not to the call
 	l.Bound("si", []engine.Outcome{
 		{Namespace: "new", Action: engine.Created},
 		{Namespace: "new", Action: engine.Created}, // a second role in the same namespace
 		{Namespace: "exists", Action: engine.Unchanged},
 		{Namespace: "unrelated", Action: engine.Created},
-	})
+	}, written)
 	if d := cmp.Diff([]float64{0.5}, got); d != "" {
 		t.Errorf("observed (-want +got):\n%s", d)
 	}
@@ -219,8 +221,8 @@ func TestNamespaceLatencyAbandon(t *testing.T) {
 	l.Seen("other", "a")
 	l.Abandon("waiting")
 	now = now.Add(time.Minute)
-	l.Bound("waiting", []engine.Outcome{{Namespace: "a", Action: engine.Created}})
-	l.Bound("other", []engine.Outcome{{Namespace: "a", Action: engine.Created}})
+	l.Bound("waiting", []engine.Outcome{{Namespace: "a", Action: engine.Created}}, l.Now())
+	l.Bound("other", []engine.Outcome{{Namespace: "a", Action: engine.Created}}, l.Now())
 	if len(got) != 1 || got[0] != 60 {
 		t.Errorf("observed %v, want only the other instance's 60 s", got)
 	}

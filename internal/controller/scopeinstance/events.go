@@ -39,21 +39,29 @@ const (
 
 var _ reconciler.Reporter[*oriav1alpha1.ScopeInstance, *plan, result] = (*Reconciler)(nil)
 
-// Report records the Events of what Write did (reconciler.Reporter), before
-// the status is computed: a gate that could not be created, its conflict;
-// a gate emptied at the expiry, the window's Event; writes that ran to
-// their end, the bindings created, updated, replaced and deleted, the
-// conflicts, and the window's Event, which, outside the window, stands for
-// the deletions. Writes that stopped on an error record nothing.
+// Report records what Write did (reconciler.Reporter), before the status is
+// computed: the binding latency of the namespaces it bound (measured to
+// when their bindings were written), or its end without a measurement when
+// the instance does not bind; then the Events: a gate that could not be
+// created, its conflict; a gate emptied at the expiry, the window's Event;
+// writes that ran to their end, the bindings created, updated, replaced and
+// deleted, the conflicts, and the window's Event, which, outside the
+// window, stands for the deletions. Writes that stopped on an error record
+// no Event.
 func (r *Reconciler) Report(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan, res result) {
+	if p.action == bindAll {
+		r.latency.Bound(si.Name, res.ensured, res.boundAt)
+	} else {
+		r.latency.Abandon(si.Name)
+	}
 	switch {
 	case res.gateless:
-		r.recordEvents(si, nil, nil, res.conflicts)
+		r.recordEvents(si, nil, nil, res.conflicts(p))
 	case res.emptied != "":
 		r.recordWindow(ctx, si, p, res)
 	case !res.done:
 	case p.action == bindAll:
-		r.recordEvents(si, res.written, res.deleted, res.conflicts)
+		r.recordEvents(si, res.written, res.deleted, res.conflicts(p))
 		r.recordWindow(ctx, si, p, res)
 	case p.action == revokeAll:
 		if !r.recordWindow(ctx, si, p, res) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
@@ -134,7 +135,7 @@ func TestNamespaceHandler(t *testing.T) {
 			var clocks []string
 			for _, name := range []string{"cluster-wide", "listed", "listed-elsewhere", "publisher", "team-a", "team-b"} {
 				before := observed
-				r.latency.Bound(name, []engine.Outcome{{Namespace: "ns", Action: engine.Created}})
+				r.latency.Bound(name, []engine.Outcome{{Namespace: "ns", Action: engine.Created}}, time.Now())
 				if observed > before {
 					clocks = append(clocks, name)
 				}

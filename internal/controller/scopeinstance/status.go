@@ -63,8 +63,8 @@ func readyCondition(si *oriav1alpha1.ScopeInstance, p *plan, res result, err err
 		return metav1.ConditionFalse, p.specErr.Reason, p.specErr.Message
 	case err != nil:
 		return metav1.ConditionUnknown, oriav1alpha1.ReasonReconcileError, err.Error()
-	case len(res.conflicts) > 0:
-		return metav1.ConditionFalse, oriav1alpha1.ReasonConflict, status.Enumerate(res.conflicts, 5) + "; oria leaves such objects alone: remove or rename them"
+	case len(res.conflicts(p)) > 0:
+		return metav1.ConditionFalse, oriav1alpha1.ReasonConflict, status.Enumerate(res.conflicts(p), 5) + "; oria leaves such objects alone: remove or rename them"
 	case p.specErr != nil:
 		// A gated grant before its window reads its spec (gate.go).
 		return metav1.ConditionFalse, p.specErr.Reason, fmt.Sprintf("%s (the grant is time-bound, %s: nothing is granted before spec.notBefore)",

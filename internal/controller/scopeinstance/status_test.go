@@ -25,7 +25,12 @@ func withBound(instance string, p *plan, res result) result {
 		if p.unbound == nil && !p.targets.Cluster {
 			p.unbound = unboundNamespaces(instance, p.targets.Namespaces, append(slices.Clip(p.pending), p.ahead...), p.existing)
 		}
-		res.bound = boundNamespaces(p, res.summary)
+		// The namespaces the summary says are bad failed their write.
+		var failed []engine.Outcome
+		for ns := range res.summary.Bad {
+			failed = append(failed, engine.Outcome{Namespace: ns, Action: engine.Failed, Err: errors.New("failed")})
+		}
+		_, res.bound, _ = reach(p, engine.SetOutcome{{Kind: "RoleBinding", Namespaced: true, Outcomes: failed}}, nil)
 	}
 	return res
 }
@@ -113,7 +118,8 @@ func TestComputeStatus(t *testing.T) {
 	}, {
 		name: "conflict",
 		p:    &plan{template: tmpl, roles: []string{"view"}, targets: ns("a", "b")},
-		res:  result{summary: summary("b"), conflicts: []string{`RoleBinding "x" in namespace "b" exists`}},
+		res: result{summary: engine.Summarize([]engine.Outcome{{Namespace: "b", Name: "x", Action: engine.Conflict, Err: errors.New(`RoleBinding "x" in namespace "b" exists`)}}),
+			done: true},
 		want: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 5, Scope: oriav1alpha1.ScopeNamespaces, BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1,
 			Conditions: cond(metav1.ConditionFalse, oriav1alpha1.ReasonConflict, `RoleBinding "x" in namespace "b" exists; oria leaves such objects alone: remove or rename them`)},
 	}, {
@@ -202,5 +208,34 @@ func TestPartialNamespaces(t *testing.T) {
 	}
 	if got := partialNamespaces([]string{"a", "b", "d"}, ensured); got != 0 {
 		t.Errorf("partialNamespaces = %d, want 0", got)
+	}
+}
+
+// TestConflicts: what a reconcile left alone, named once for the Events,
+// the status and the requeue: the gate's alone when it could not be
+// created, nothing when the writes stopped early, else the gate's squatter
+// (when binding), the inline roles in conflict and the writes' conflicts.
+func TestConflicts(t *testing.T) {
+	tmpl := &oriav1alpha1.ScopeTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t"}}
+	found := engine.Summarize([]engine.Outcome{{Namespace: "b", Name: "x", Action: engine.Conflict, Err: errors.New("RoleBinding x exists")}})
+	p := &plan{template: tmpl, action: bindAll, gate: gatePlan{conflict: "ClusterRole g exists"}, conflicted: []string{"inline"}}
+	for _, tc := range []struct {
+		name string
+		p    *plan
+		res  result
+		want []string
+	}{
+		{"writes ran to their end", p, result{summary: found, done: true},
+			[]string{"ClusterRole g exists", `ClusterRole "inline" of ScopeTemplate "t" exists and was not created by oria for the template`, "RoleBinding x exists"}},
+		{"revoking: the gate's squatter is not this reconcile's", &plan{template: tmpl, action: revokeAll, gate: p.gate}, result{summary: found, done: true},
+			[]string{"RoleBinding x exists"}},
+		{"no gate: its conflict alone", p, result{summary: found, gateless: true}, []string{"RoleBinding x exists"}},
+		{"stopped early", p, result{summary: found}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.res.conflicts(tc.p)); diff != "" {
+				t.Errorf("conflicts (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

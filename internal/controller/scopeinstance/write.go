@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,8 +30,9 @@ type result struct {
 	// written are the outcomes of the bindings written, deleted those of
 	// the bindings deleted, kind by kind (the Events count them).
 	written, deleted engine.SetOutcome
-	// conflicts are sentences naming what was left alone.
-	conflicts []string
+	// boundAt is when the wanted bindings were written (the binding
+	// latency is measured to it).
+	boundAt time.Time
 	// bound are the target namespaces where every wanted binding is in
 	// place, computed once (boundNamespaces) for both the publication and
 	// status.boundNamespaces.
@@ -85,7 +87,7 @@ func summarizeErrors(errs []error) error {
 // what the ServiceAccount may grant (refused), the referenced roles of an
 // instance with a ceiling (see ceiling.go).
 func (res result) unwatched(p *plan) bool {
-	return len(res.conflicts) > 0 || res.refused() || res.published.Conflict != "" || p.hasCeiling
+	return len(res.conflicts(p)) > 0 || res.refused() || res.published.Conflict != "" || p.hasCeiling
 }
 
 // Write carries out the plan, in one order for every action, so that a
@@ -107,12 +109,10 @@ func (res result) unwatched(p *plan) bool {
 //     those a spec error no longer allows;
 //  5. the gate last, once its bindings are gone (deleteGate).
 //
-// Report (events.go) then records the Events of what it did.
+// Report (events.go) then records what it did: the binding latency and
+// the Events.
 func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, p *plan) (result, error) {
 	var res result
-	if p.action != bindAll {
-		r.latency.Abandon(si.Name)
-	}
 	gate := r.writeGateFirst(ctx, si, p.gate)
 	switch g := engine.Summarize(gate); {
 	case p.gate.op == gateCreate && len(g.Errors)+len(g.Conflicts) > 0:
@@ -120,9 +120,6 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 		// role of this instance's holds. A conflict is reported as such,
 		// an error retried.
 		res = result{summary: g, gateless: true}
-		for _, c := range g.Conflicts {
-			res.conflicts = append(res.conflicts, c.Error())
-		}
 		return res, res.err()
 	case p.gate.op == gateEnd && len(gate) > 0 && len(g.Errors) == 0:
 		// The grant ended with that write. Its bindings, which grant
@@ -134,22 +131,20 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 		return res, res.err()
 	}
 	var revoked engine.SetOutcome
-	var ensured engine.Summary
+	var whole bool
 	if p.action == bindAll {
 		var err error
 		if res.written, revoked, err = r.bind(ctx, si, p); err != nil {
 			return result{}, err
 		}
+		res.boundAt = time.Now()
 		if p.gate.op == gateFill {
 			gate = r.writeGate(ctx, si, p.gate) // filled once its bindings are in place
 		}
-		res.ensured = append(res.written.All(), p.refused...)
-		ensured = engine.Summarize(res.ensured)
-		res.bound = boundNamespaces(p, ensured)
+		res.ensured, res.bound, whole = reach(p, res.written, gate)
 	}
 	if p.action != revokeOnly {
-		clusterOK := p.action == bindAll && len(ensured.Errors)+len(ensured.Conflicts)+len(ensured.Forbidden) == 0 && len(p.pending)+len(p.conflicted)+p.deferred == 0
-		res.published = r.publisher().Publish(ctx, si, p.action == bindAll && p.targets.Cluster, res.bound, clusterOK)
+		res.published = r.publisher().Publish(ctx, si, p.action == bindAll && p.targets.Cluster, res.bound, whole)
 	}
 	res.deleted = revoked.Plus(engine.DeleteSet(ctx, r.writer(), p.revoke))
 	all := res.deleted.All()
@@ -158,7 +153,6 @@ func (r *Reconciler) Write(ctx context.Context, si *oriav1alpha1.ScopeInstance, 
 	if p.action == bindAll {
 		res.revoked = revoked.Len()
 	}
-	res.conflicts = conflicts(p, res.summary)
 	res.done = true
 	return res, res.err()
 }
@@ -262,22 +256,28 @@ func (r *Reconciler) bind(ctx context.Context, si *oriav1alpha1.ScopeInstance, p
 		// before anything else is written.
 		revoked = engine.DeleteSet(ctx, r.writer(), p.drop.Plus(refusedRewrites(written.All(), p.want, p.existing)))
 	}
-	r.latency.Bound(si.Name, append(written.All(), p.refused...))
 	return written, revoked, nil
 }
 
 // conflicts are the sentences naming what a reconcile left alone: the
 // gate's name held by someone else, inline roles in conflict, and the
-// writes that found someone else's object.
-func conflicts(p *plan, s engine.Summary) []string {
+// writes that found someone else's object (of the gate alone when it could
+// not be created; none when the writes did not run to their end).
+func (res result) conflicts(p *plan) []string {
 	var out []string
-	if p.gate.conflict != "" && p.action == bindAll {
-		out = append(out, p.gate.conflict)
+	switch {
+	case res.gateless:
+	case !res.done:
+		return nil
+	default:
+		if p.gate.conflict != "" && p.action == bindAll {
+			out = append(out, p.gate.conflict)
+		}
+		for _, role := range p.conflicted {
+			out = append(out, fmt.Sprintf("ClusterRole %q of ScopeTemplate %q exists and was not created by oria for the template", role, p.template.Name))
+		}
 	}
-	for _, role := range p.conflicted {
-		out = append(out, fmt.Sprintf("ClusterRole %q of ScopeTemplate %q exists and was not created by oria for the template", role, p.template.Name))
-	}
-	for _, c := range s.Conflicts {
+	for _, c := range res.summary.Conflicts {
 		out = append(out, c.Error())
 	}
 	return out
@@ -334,21 +334,33 @@ func (r *Reconciler) writerFor(si *oriav1alpha1.ScopeInstance) (*engine.Writer, 
 	return w, nil
 }
 
-// boundNamespaces returns the target namespaces where every intended
-// binding is in place (ensured: the outcomes of the intended bindings,
-// before any stale one is deleted; p.unbound: those where a binding of a
-// pending role is missing), sorted; none while the gate holds no rule
-// (before the window: nothing is granted). A reconcile computes it once:
-// it is both the published list and status.boundNamespaces.
-func boundNamespaces(p *plan, ensured engine.Summary) []string {
-	if p.targets.Cluster || (p.gate.wanted() && !p.gate.filled()) {
-		return nil
+// reach returns what the writes of a bindAll plan reach, computed once for
+// both the publication and the status, from the bindings' outcomes
+// (written) and the gate's (writeGateFirst's, or the fill's):
+//   - ensured: the outcomes of the wanted bindings, those the ceiling
+//     refused (p.refused) included;
+//   - bound: the target namespaces where every wanted binding is in place
+//     (p.unbound: those where a binding of a pending role is missing),
+//     sorted; none while the gate holds no rule, before the window or when
+//     filling it failed (the bindings grant nothing then);
+//   - whole: every wanted binding is in place and grants, nothing failed,
+//     was refused, is in conflict, pending or deferred (what a cluster-wide
+//     grant publishes).
+func reach(p *plan, written engine.SetOutcome, gate []engine.Outcome) (ensured []engine.Outcome, bound []string, whole bool) {
+	ensured = append(written.All(), p.refused...)
+	s := engine.Summarize(ensured)
+	unfilled := p.gate.wanted() && !p.gate.filled()
+	if g := engine.Summarize(gate); p.gate.op == gateFill && len(g.Errors)+len(g.Conflicts) > 0 {
+		unfilled = true
 	}
-	var out []string
+	whole = !unfilled && len(s.Errors)+len(s.Conflicts)+len(s.Forbidden) == 0 && len(p.pending)+len(p.conflicted)+p.deferred == 0
+	if p.targets.Cluster || unfilled {
+		return ensured, nil, whole
+	}
 	for _, ns := range p.targets.Namespaces {
-		if !ensured.Bad[ns] && !ensured.Skipped[ns] && !p.unbound[ns] {
-			out = append(out, ns)
+		if !s.Bad[ns] && !s.Skipped[ns] && !p.unbound[ns] {
+			bound = append(bound, ns)
 		}
 	}
-	return out
+	return ensured, bound, whole
 }
