@@ -381,11 +381,12 @@ func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.Scop
 // while the instance's ServiceAccount is missing, when the writes relied on
 // an expectation, when a coalesced restart of the publication is due; and
 // at the next instant of its window, exactly, with its priority
-// (windowInstant), or at once after a gate was emptied at the expiry.
+// (windowInstant), or at once, at routine priority, after a gate was
+// emptied at the expiry or when its status was held (holdsStatus).
 func (r *Reconciler) Requeue(p *plan, res result) reconciler.Requeue {
 	q := reconciler.In(reconciler.Soonest(reconciler.RecheckIf(res.unwatched(p), r.recheck()),
 		reconciler.RecheckIf(p.serviceAccountMissing(), min(ServiceAccountRecheck, r.recheck())), res.summary.Recheck(), res.published.After))
-	if res.again {
+	if res.again || holdsStatus(p, res, nil) {
 		q.At = p.now
 		return q
 	}

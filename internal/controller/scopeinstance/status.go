@@ -21,9 +21,14 @@ import (
 // observed generation advances when the reconcile evaluated the current
 // spec (the plan exists): the status then describes that generation, and
 // writes that failed are reported as ReconcileError (Unknown) and retried.
-// When gathering failed nothing was decided, and it stays where it was.
+// When gathering failed nothing was decided, and it stays where it was;
+// nor does it change when the reconcile at its window's instant changed
+// access (holdsStatus: the next reconcile writes it).
 func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) oriav1alpha1.ScopeInstanceStatus {
 	st := *si.Status.DeepCopy()
+	if holdsStatus(p, res, err) {
+		return st
+	}
 	ready, ok := status.Begin(&st.Conditions, &st.ObservedGeneration, si.Generation, p != nil, err)
 	if !ok {
 		return st

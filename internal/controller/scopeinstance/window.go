@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/operator-framework/oria/internal/binding"
 )
 
@@ -34,6 +36,36 @@ const (
 	// EventAccessExpired: expiresAt passed; the bindings were deleted.
 	EventAccessExpired = "AccessExpired"
 )
+
+// instantHold is how long after its window's instant a reconcile that
+// changed access leaves its status to the next reconcile (holdsStatus).
+const instantHold = time.Second
+
+// holdsStatus reports whether the reconcile of plan p leaves its status to
+// the next one, which runs at once at routine priority: it ran without
+// error within instantHold after the instant its window last changed phase
+// (notBefore, once open; expiresAt, once expired), and its writes changed
+// access. Every grant changing at one instant then makes its access-changing
+// writes before any of them writes its status: a status write costs the
+// API server as much as a binding's, and on a small control plane a
+// hundred of them at the instant put the last grant's revocation past the
+// second (docs/benchmarks.md, expiry). The status lags the access it
+// reports by that instant's work; it never says a grant ended before it
+// did. The next reconcile writes no binding, so it does not hold again, and
+// past instantHold nothing is held.
+func holdsStatus(p *plan, res result, err error) bool {
+	if err != nil || p == nil || !res.summary.Wrote() {
+		return false
+	}
+	var edge *metav1.Time
+	switch p.phase {
+	case binding.WindowOpen:
+		edge = p.window.NotBefore
+	case binding.WindowExpired:
+		edge = p.window.ExpiresAt
+	}
+	return edge != nil && !p.now.Before(edge.Time) && p.now.Sub(edge.Time) < instantHold
+}
 
 // Now is the clock the windows are judged by (reconciler.Clock: the
 // requeue at a window's instant is measured by it too).

@@ -7,10 +7,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	oriav1alpha1 "github.com/operator-framework/oria/api/v1alpha1"
 	"github.com/operator-framework/oria/internal/binding"
+	"github.com/operator-framework/oria/internal/engine"
 	"github.com/operator-framework/oria/internal/publisher"
 )
 
@@ -109,5 +111,55 @@ func TestWindowEvent(t *testing.T) {
 				t.Errorf("windowEvent = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestHoldsStatus: the reconcile at its window's instant that changed
+// access leaves its status to the next one, so that every grant changing at
+// that instant makes its access-changing writes first; nothing is held
+// after an error, without a write, before the window, or past instantHold.
+func TestHoldsStatus(t *testing.T) {
+	wrote := result{summary: engine.Summarize([]engine.Outcome{{Namespace: "a", Name: "b", Action: engine.Deleted}})}
+	unchanged := result{summary: engine.Summarize([]engine.Outcome{{Namespace: "a", Name: "b", Action: engine.Unchanged}})}
+	planAt := func(w binding.Window, now time.Duration) *plan {
+		phase, _ := w.At(t0.Add(now))
+		return &plan{now: t0.Add(now), window: w, phase: phase}
+	}
+	expiring := binding.Window{ExpiresAt: at(0)}
+	opening := binding.Window{NotBefore: at(0), ExpiresAt: at(time.Hour)}
+	for _, tc := range []struct {
+		name string
+		p    *plan
+		res  result
+		err  error
+		want bool
+	}{
+		{"revoked at expiresAt", planAt(expiring, 0), wrote, nil, true},
+		{"revoked just before instantHold", planAt(expiring, instantHold-time.Millisecond), wrote, nil, true},
+		{"revoked at instantHold", planAt(expiring, instantHold), wrote, nil, false},
+		{"bound after notBefore", planAt(opening, 300*time.Millisecond), wrote, nil, true},
+		{"nothing written", planAt(expiring, 0), unchanged, nil, false},
+		{"an error", planAt(expiring, 0), wrote, errors.New("the API server is unavailable"), false},
+		{"before the window", planAt(opening, -time.Millisecond), wrote, nil, false},
+		{"open without notBefore", planAt(binding.Window{ExpiresAt: at(time.Hour)}, 0), wrote, nil, false},
+		{"no window", planAt(binding.Window{}, 0), wrote, nil, false},
+		{"no plan", nil, wrote, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := holdsStatus(tc.p, tc.res, tc.err); got != tc.want {
+				t.Errorf("holdsStatus = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// A held status is the status as it was.
+	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "si", Generation: 2}, Status: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 1,
+		BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1, Conditions: []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionTrue, Reason: oriav1alpha1.ReasonBound}}}}
+	p := planAt(expiring, 0)
+	p.action = revokeAll
+	if d := cmp.Diff(si.Status, computeStatus(si, p, wrote, nil)); d != "" {
+		t.Errorf("a held status changed (-was +now):\n%s", d)
+	}
+	if got := computeStatus(si, planAt(expiring, instantHold), wrote, nil); meta.FindStatusCondition(got.Conditions, oriav1alpha1.TypeReady).Reason != oriav1alpha1.ReasonExpired {
+		t.Errorf("past instantHold the status says %+v, want Expired", got.Conditions)
 	}
 }
