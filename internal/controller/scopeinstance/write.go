@@ -34,7 +34,7 @@ type result struct {
 	// latency is measured to it).
 	boundAt time.Time
 	// bound are the target namespaces where every wanted binding is in
-	// place, computed once (boundNamespaces) for both the publication and
+	// place, computed once (reach) for both the publication and
 	// status.boundNamespaces.
 	bound []string
 	// published is what the publication did.
