@@ -97,11 +97,12 @@ type Slots[T client.Object] interface {
 	TakeSlot(ctx context.Context, obj T) (release func(), err error)
 }
 
-// Reporter is implemented by Steps that report what the writes did with
-// Events (the ScopeInstance controller's counts of bindings written and its
-// time-bound grants' Events): Report runs after Write, whatever it
-// returned, and before Status, so that it sees obj's status as it was
-// before this reconcile. It is not called when Gather failed.
+// Reporter is implemented by Steps that report what the writes did, with
+// Events and metrics (the ScopeInstance controller's counts of bindings
+// written, its time-bound grants' Events and its binding latency): Report
+// runs after Write, whatever it returned, and before Status, so that it
+// sees obj's status as it was before this reconcile. It is not called when
+// Gather failed.
 type Reporter[T client.Object, P, R any] interface {
 	Report(ctx context.Context, obj T, plan P, res R)
 }

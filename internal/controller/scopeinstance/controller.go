@@ -382,11 +382,11 @@ func (r *Reconciler) Patch(ctx context.Context, before, after *oriav1alpha1.Scop
 // an expectation, when a coalesced restart of the publication is due; and
 // at the next instant of its window, exactly, with its priority
 // (windowInstant), or at once, at routine priority, after a gate was
-// emptied at the expiry or when its status was held (holdsStatus).
+// emptied at the expiry or when its status was postponed (postponesStatus).
 func (r *Reconciler) Requeue(p *plan, res result) reconciler.Requeue {
 	q := reconciler.In(reconciler.Soonest(reconciler.RecheckIf(res.unwatched(p), r.recheck()),
 		reconciler.RecheckIf(p.serviceAccountMissing(), min(ServiceAccountRecheck, r.recheck())), res.summary.Recheck(), res.published.After))
-	if res.again || holdsStatus(p, res, nil) {
+	if res.again || postponesStatus(p, res, nil) {
 		q.At = p.now
 		return q
 	}

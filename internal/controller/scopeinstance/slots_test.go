@@ -17,8 +17,8 @@ import (
 // TestRequeueInstant: the requeue for the window's next instant that
 // changes its phase carries that instant and its priority (a gated grant
 // 3, a small grant 2, another fan-out 1); the expiry warning comes at
-// routine priority; a gate emptied at the expiry, or a status held at the
-// instant (holdsStatus), asks to look again at once, at routine priority.
+// routine priority; a gate emptied at the expiry, or a status postponed at
+// the instant (postponesStatus), asks to look again at once, at routine priority.
 func TestRequeueInstant(t *testing.T) {
 	small := oriav1alpha1.ScopeInstanceSpec{Namespaces: []string{"a"}}
 	selector := oriav1alpha1.ScopeInstanceSpec{NamespaceSelector: &metav1.LabelSelector{}}
@@ -51,11 +51,11 @@ func TestRequeueInstant(t *testing.T) {
 		{"expired: never again", closed(binding.Window{ExpiresAt: at(-time.Second)}, false), small, 0, result{}, reconciler.Requeue{}},
 		{"the gate emptied at the expiry: at once, routine", closed(binding.Window{ExpiresAt: at(-time.Second)}, false), gated, 0, result{again: true},
 			reconciler.Requeue{At: t0}},
-		{"revoked at the instant, its status held: at once, routine", closed(binding.Window{ExpiresAt: at(-300 * time.Millisecond)}, false), small, 0, result{summary: deletedOne},
+		{"revoked at the instant, its status postponed: at once, routine", closed(binding.Window{ExpiresAt: at(-300 * time.Millisecond)}, false), small, 0, result{summary: deletedOne},
 			reconciler.Requeue{At: t0}},
-		{"bound at the instant, its status held: at once, routine", open(binding.Window{NotBefore: at(-300 * time.Millisecond), ExpiresAt: at(time.Minute)}), small, 0,
+		{"bound at the instant, its status postponed: at once, routine", open(binding.Window{NotBefore: at(-300 * time.Millisecond), ExpiresAt: at(time.Minute)}), small, 0,
 			result{summary: createdOne}, reconciler.Requeue{At: t0}},
-		{"revoked well after the instant: nothing held, never again", closed(binding.Window{ExpiresAt: at(-2 * time.Second)}, false), small, 0, result{summary: deletedOne},
+		{"revoked well after the instant: nothing postponed, never again", closed(binding.Window{ExpiresAt: at(-2 * time.Second)}, false), small, 0, result{summary: deletedOne},
 			reconciler.Requeue{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

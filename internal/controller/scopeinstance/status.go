@@ -23,10 +23,10 @@ import (
 // writes that failed are reported as ReconcileError (Unknown) and retried.
 // When gathering failed nothing was decided, and it stays where it was;
 // nor does it change when the reconcile at its window's instant changed
-// access (holdsStatus: the next reconcile writes it).
+// access (postponesStatus: the next reconcile writes it).
 func computeStatus(si *oriav1alpha1.ScopeInstance, p *plan, res result, err error) oriav1alpha1.ScopeInstanceStatus {
 	st := *si.Status.DeepCopy()
-	if holdsStatus(p, res, err) {
+	if postponesStatus(p, res, err) {
 		return st
 	}
 	ready, ok := status.Begin(&st.Conditions, &st.ObservedGeneration, si.Generation, p != nil, err)

@@ -37,23 +37,23 @@ const (
 	EventAccessExpired = "AccessExpired"
 )
 
-// instantHold is how long after its window's instant a reconcile that
-// changed access leaves its status to the next reconcile (holdsStatus).
-const instantHold = time.Second
+// postponeSpan is how long after its window's instant a reconcile that
+// changed access leaves its status to the next reconcile (postponesStatus).
+const postponeSpan = time.Second
 
-// holdsStatus reports whether the reconcile of plan p leaves its status to
-// the next one, which runs at once at routine priority: it ran without
-// error within instantHold after the instant its window last changed phase
-// (notBefore, once open; expiresAt, once expired), and its writes changed
-// access. Every grant changing at one instant then makes its access-changing
-// writes before any of them writes its status: a status write costs the
-// API server as much as a binding's, and on a small control plane a
-// hundred of them at the instant put the last grant's revocation past the
-// second (docs/benchmarks.md, expiry). The status lags the access it
-// reports by that instant's work; it never says a grant ended before it
-// did. The next reconcile writes no binding, so it does not hold again, and
-// past instantHold nothing is held.
-func holdsStatus(p *plan, res result, err error) bool {
+// postponesStatus reports whether the reconcile of plan p leaves its
+// status to the next one, which runs at once at routine priority: it ran
+// without error within postponeSpan after the instant its window last
+// changed phase (notBefore, once open; expiresAt, once expired), and its
+// writes changed access. Every grant changing at one instant then makes its
+// access-changing writes before any of them writes its status: a status
+// write costs the API server as much as a binding's, and on a small control
+// plane a hundred of them at the instant put the last grant's revocation
+// past the second (docs/benchmarks.md, expiry). The status lags the access
+// it reports by that instant's work; it never says a grant ended before it
+// did. The next reconcile writes no binding, so it does not postpone again,
+// and past postponeSpan nothing is postponed.
+func postponesStatus(p *plan, res result, err error) bool {
 	if err != nil || p == nil || !res.summary.Wrote() {
 		return false
 	}
@@ -64,7 +64,7 @@ func holdsStatus(p *plan, res result, err error) bool {
 	case binding.WindowExpired:
 		edge = p.window.ExpiresAt
 	}
-	return edge != nil && !p.now.Before(edge.Time) && p.now.Sub(edge.Time) < instantHold
+	return edge != nil && !p.now.Before(edge.Time) && p.now.Sub(edge.Time) < postponeSpan
 }
 
 // Now is the clock the windows are judged by (reconciler.Clock: the

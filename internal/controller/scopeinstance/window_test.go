@@ -116,8 +116,8 @@ func TestWindowEvent(t *testing.T) {
 
 // TestHoldsStatus: the reconcile at its window's instant that changed
 // access leaves its status to the next one, so that every grant changing at
-// that instant makes its access-changing writes first; nothing is held
-// after an error, without a write, before the window, or past instantHold.
+// that instant makes its access-changing writes first; nothing is
+// postponed after an error, without a write, before the window, or past postponeSpan.
 func TestHoldsStatus(t *testing.T) {
 	wrote := result{summary: engine.Summarize([]engine.Outcome{{Namespace: "a", Name: "b", Action: engine.Deleted}})}
 	unchanged := result{summary: engine.Summarize([]engine.Outcome{{Namespace: "a", Name: "b", Action: engine.Unchanged}})}
@@ -135,8 +135,8 @@ func TestHoldsStatus(t *testing.T) {
 		want bool
 	}{
 		{"revoked at expiresAt", planAt(expiring, 0), wrote, nil, true},
-		{"revoked just before instantHold", planAt(expiring, instantHold-time.Millisecond), wrote, nil, true},
-		{"revoked at instantHold", planAt(expiring, instantHold), wrote, nil, false},
+		{"revoked just before postponeSpan", planAt(expiring, postponeSpan-time.Millisecond), wrote, nil, true},
+		{"revoked at postponeSpan", planAt(expiring, postponeSpan), wrote, nil, false},
 		{"bound after notBefore", planAt(opening, 300*time.Millisecond), wrote, nil, true},
 		{"nothing written", planAt(expiring, 0), unchanged, nil, false},
 		{"an error", planAt(expiring, 0), wrote, errors.New("the API server is unavailable"), false},
@@ -146,20 +146,20 @@ func TestHoldsStatus(t *testing.T) {
 		{"no plan", nil, wrote, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := holdsStatus(tc.p, tc.res, tc.err); got != tc.want {
-				t.Errorf("holdsStatus = %v, want %v", got, tc.want)
+			if got := postponesStatus(tc.p, tc.res, tc.err); got != tc.want {
+				t.Errorf("postponesStatus = %v, want %v", got, tc.want)
 			}
 		})
 	}
-	// A held status is the status as it was.
+	// A postponed status is the status as it was.
 	si := &oriav1alpha1.ScopeInstance{ObjectMeta: metav1.ObjectMeta{Name: "si", Generation: 2}, Status: oriav1alpha1.ScopeInstanceStatus{ObservedGeneration: 1,
 		BoundNamespaces: []string{"a"}, BoundNamespaceCount: 1, Conditions: []metav1.Condition{{Type: oriav1alpha1.TypeReady, Status: metav1.ConditionTrue, Reason: oriav1alpha1.ReasonBound}}}}
 	p := planAt(expiring, 0)
 	p.action = revokeAll
 	if d := cmp.Diff(si.Status, computeStatus(si, p, wrote, nil)); d != "" {
-		t.Errorf("a held status changed (-was +now):\n%s", d)
+		t.Errorf("a postponed status changed (-was +now):\n%s", d)
 	}
-	if got := computeStatus(si, planAt(expiring, instantHold), wrote, nil); meta.FindStatusCondition(got.Conditions, oriav1alpha1.TypeReady).Reason != oriav1alpha1.ReasonExpired {
-		t.Errorf("past instantHold the status says %+v, want Expired", got.Conditions)
+	if got := computeStatus(si, planAt(expiring, postponeSpan), wrote, nil); meta.FindStatusCondition(got.Conditions, oriav1alpha1.TypeReady).Reason != oriav1alpha1.ReasonExpired {
+		t.Errorf("past postponeSpan the status says %+v, want Expired", got.Conditions)
 	}
 }
