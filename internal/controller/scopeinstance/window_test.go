@@ -114,11 +114,11 @@ func TestWindowEvent(t *testing.T) {
 	}
 }
 
-// TestHoldsStatus: the reconcile at its window's instant that changed
+// TestPostponesStatus: the reconcile at its window's instant that changed
 // access leaves its status to the next one, so that every grant changing at
 // that instant makes its access-changing writes first; nothing is
 // postponed after an error, without a write, before the window, or past postponeSpan.
-func TestHoldsStatus(t *testing.T) {
+func TestPostponesStatus(t *testing.T) {
 	wrote := result{summary: engine.Summarize([]engine.Outcome{{Namespace: "a", Name: "b", Action: engine.Deleted}})}
 	unchanged := result{summary: engine.Summarize([]engine.Outcome{{Namespace: "a", Name: "b", Action: engine.Unchanged}})}
 	planAt := func(w binding.Window, now time.Duration) *plan {
